@@ -1,0 +1,1 @@
+//! JSON Schema validation of tool inputs (being written).

@@ -1,0 +1,103 @@
+//! Message ids: `"msg_"` + a positive decimal integer below 2^63, time-ordered and unique per
+//! thread. Layout (as Neuron's snowflake, with our own epoch so the ids last until 2093):
+//! `(ms since 2024-01-01) << 22 | machine (10 bits) << 12 | sequence (12 bits)`.
+//! The clock and the machine bits come from the caller; nothing here reads the time.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// 2024-01-01T00:00:00Z in Unix milliseconds.
+pub const ID_EPOCH_MS: u64 = 1_704_067_200_000;
+const MACHINE_BITS: u32 = 10;
+const SEQ_BITS: u32 = 12;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct MessageId(String);
+
+impl MessageId {
+    pub fn from_number(n: u64) -> Self {
+        MessageId(format!("msg_{n}"))
+    }
+
+    /// Any string another writer used; ids are opaque when read back.
+    pub fn from_raw(s: impl Into<String>) -> Self {
+        MessageId(s.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The numeric part, when the id has our format.
+    pub fn number(&self) -> Option<u64> {
+        self.0.strip_prefix("msg_")?.parse().ok()
+    }
+}
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Hands out strictly increasing ids. Seeded with the thread's newest id so that ids stay
+/// ordered even when the clock goes backwards or another tab wrote a later one.
+#[derive(Debug, Clone)]
+pub struct IdGen {
+    machine: u64,
+    last: u64,
+}
+
+impl IdGen {
+    /// `machine` is any random number from the caller (only 10 bits are used).
+    pub fn new(machine: u64) -> Self {
+        IdGen { machine: machine & ((1 << MACHINE_BITS) - 1), last: 0 }
+    }
+
+    /// Never hand out an id at or below this one.
+    pub fn observe(&mut self, id: &MessageId) {
+        if let Some(n) = id.number() {
+            self.last = self.last.max(n);
+        }
+    }
+
+    pub fn next_number(&mut self, now_ms: u64) -> u64 {
+        let ms = now_ms.saturating_sub(ID_EPOCH_MS) & ((1 << 41) - 1);
+        let candidate = (ms << (MACHINE_BITS + SEQ_BITS)) | (self.machine << SEQ_BITS);
+        let n = if candidate > self.last { candidate } else { self.last + 1 };
+        self.last = n;
+        n
+    }
+
+    pub fn next(&mut self, now_ms: u64) -> MessageId {
+        MessageId::from_number(self.next_number(now_ms))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_ordered_and_below_2_pow_63() {
+        let mut g = IdGen::new(7);
+        let now = 1_795_000_000_000; // 2026
+        let a = g.next_number(now);
+        let b = g.next_number(now);
+        let c = g.next_number(now - 10_000); // clock went back
+        assert!(a < b && b < c);
+        assert!(c < (1u64 << 63));
+        // Far future (2090) still fits.
+        assert!(g.next_number(3_800_000_000_000) < (1u64 << 63));
+        assert_eq!(MessageId::from_number(a).number(), Some(a));
+    }
+
+    #[test]
+    fn observe_keeps_ids_after_a_later_writer() {
+        let mut g = IdGen::new(1);
+        let foreign = MessageId::from_number(u64::MAX >> 2);
+        g.observe(&foreign);
+        assert!(g.next_number(1_795_000_000_000) > foreign.number().unwrap());
+    }
+}

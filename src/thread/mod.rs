@@ -1,0 +1,11 @@
+//! The thread JSON: the documented shape of messages and tool entries (SPEC §2).
+
+mod entry;
+mod id;
+mod message;
+
+pub use entry::{Approval, ApprovalState, ToolEntry};
+pub use id::{ID_EPOCH_MS, IdGen, MessageId};
+pub use message::{
+    ContentBlock, META_RESUME_TOKEN, META_STOP_REASON, Message, MessageKind, Role, Usage,
+};
