@@ -3,7 +3,7 @@
 //! The crate has a pure core (`thread`, `engine`, `schema`, `providers`) that builds and is
 //! tested natively, and a thin wasm layer (`js`, `store::indexeddb`, `driver`) for browsers.
 
-pub mod schema;
-pub mod thread;
 pub mod engine;
 pub mod providers;
+pub mod schema;
+pub mod thread;

@@ -1,5 +1,17 @@
-//! The sans-IO agent state machine (being written).
+//! The sans-IO agent state machine: gating, suspension, decisions, tool runs, and what must be
+//! written when (see [`Engine`] for the drain rule).
 
+mod decisions;
+mod error;
+mod machine;
 mod model;
+pub mod results;
+mod state;
+mod tools;
 
+pub use decisions::{Decision, parse_payload};
+pub use error::EngineError;
+pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};
 pub use model::{ModelOutput, ModelToolCall};
+pub use state::{CallResult, Commit, RunJournal, ThreadState, ThreadStatus};
+pub use tools::{Gate, PolicyVerdict, ToolPolicies, ToolPolicy, ToolSet, ToolSpec};

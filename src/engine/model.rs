@@ -23,16 +23,30 @@ pub struct ModelOutput {
 
 impl ModelOutput {
     pub fn text(text: impl Into<String>) -> Self {
-        ModelOutput { text: text.into(), ..Default::default() }
+        ModelOutput {
+            text: text.into(),
+            ..Default::default()
+        }
     }
 
     pub fn calls(calls: Vec<ModelToolCall>) -> Self {
-        ModelOutput { tool_calls: calls, ..Default::default() }
+        ModelOutput {
+            tool_calls: calls,
+            ..Default::default()
+        }
     }
 }
 
 impl ModelToolCall {
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
-        ModelToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        ModelToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
     }
 }

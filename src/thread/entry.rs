@@ -27,7 +27,11 @@ pub struct Approval {
 
 impl Approval {
     pub fn pending(reason: Option<String>) -> Self {
-        Approval { state: ApprovalState::Pending, reason, reject_reason: None }
+        Approval {
+            state: ApprovalState::Pending,
+            reason,
+            reject_reason: None,
+        }
     }
 }
 
@@ -149,7 +153,11 @@ impl<'de> Visitor<'de> for EntryVisitor {
             parameters: parameters.unwrap_or(Value::Array(Vec::new())),
             inputs,
             result,
-            approval: state.map(|state| Approval { state, reason, reject_reason }),
+            approval: state.map(|state| Approval {
+                state,
+                reason,
+                reject_reason,
+            }),
         })
     }
 }

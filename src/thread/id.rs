@@ -52,7 +52,10 @@ pub struct IdGen {
 impl IdGen {
     /// `machine` is any random number from the caller (only 10 bits are used).
     pub fn new(machine: u64) -> Self {
-        IdGen { machine: machine & ((1 << MACHINE_BITS) - 1), last: 0 }
+        IdGen {
+            machine: machine & ((1 << MACHINE_BITS) - 1),
+            last: 0,
+        }
     }
 
     /// Never hand out an id at or below this one.
@@ -65,7 +68,11 @@ impl IdGen {
     pub fn next_number(&mut self, now_ms: u64) -> u64 {
         let ms = now_ms.saturating_sub(ID_EPOCH_MS) & ((1 << 41) - 1);
         let candidate = (ms << (MACHINE_BITS + SEQ_BITS)) | (self.machine << SEQ_BITS);
-        let n = if candidate > self.last { candidate } else { self.last + 1 };
+        let n = if candidate > self.last {
+            candidate
+        } else {
+            self.last + 1
+        };
         self.last = n;
         n
     }

@@ -35,13 +35,19 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContentBlock {
     /// `{"type":"text","content":"…","meta":[]}`; `meta` is `[]` when empty, else an object.
-    Text { content: String, meta: Map<String, Value> },
+    Text {
+        content: String,
+        meta: Map<String, Value>,
+    },
     Other(Map<String, Value>),
 }
 
 impl ContentBlock {
     pub fn text(content: impl Into<String>) -> Self {
-        ContentBlock::Text { content: content.into(), meta: Map::new() }
+        ContentBlock::Text {
+            content: content.into(),
+            meta: Map::new(),
+        }
     }
 
     pub fn as_text(&self) -> Option<&str> {
@@ -76,7 +82,9 @@ impl<'de> Deserialize<'de> for ContentBlock {
         let mut map = Map::<String, Value>::deserialize(d)?;
         let is_plain_text = map.get("type").and_then(Value::as_str) == Some("text")
             && map.get("content").is_some_and(Value::is_string)
-            && map.keys().all(|k| matches!(k.as_str(), "type" | "content" | "meta"));
+            && map
+                .keys()
+                .all(|k| matches!(k.as_str(), "type" | "content" | "meta"));
         if !is_plain_text {
             return Ok(ContentBlock::Other(map));
         }
@@ -130,7 +138,11 @@ impl Message {
             id,
             meta: Map::new(),
             role: Role::Assistant,
-            content: if text.is_empty() { Vec::new() } else { vec![ContentBlock::text(text)] },
+            content: if text.is_empty() {
+                Vec::new()
+            } else {
+                vec![ContentBlock::text(text)]
+            },
             usage: None,
             kind: MessageKind::Plain,
         }
@@ -177,7 +189,8 @@ impl Message {
 
     /// A UI's suspension test: a `tool_call` with at least one pending entry.
     pub fn is_suspended(&self) -> bool {
-        self.tool_calls().is_some_and(|t| t.iter().any(ToolEntry::is_pending))
+        self.tool_calls()
+            .is_some_and(|t| t.iter().any(ToolEntry::is_pending))
     }
 
     /// All text blocks joined, for providers and previews.
@@ -283,7 +296,10 @@ impl<'de> Visitor<'de> for MessageVisitor {
             Some("tool_call") => MessageKind::ToolCall(tools.unwrap_or_default()),
             Some("tool_call_result") => MessageKind::ToolCallResult(tools.unwrap_or_default()),
             Some(other) => {
-                return Err(de::Error::unknown_variant(other, &["tool_call", "tool_call_result"]));
+                return Err(de::Error::unknown_variant(
+                    other,
+                    &["tool_call", "tool_call_result"],
+                ));
             }
         };
         Ok(Message {

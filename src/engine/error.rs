@@ -1,0 +1,67 @@
+//! Errors of the engine, each with a stable string code. The engine only reports errors the
+//! caller is to blame for; model, tool and network failures are data (results, outcomes).
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineError {
+    /// A new message while tool calls wait for a decision or a result; nothing was stored.
+    Conflict(String),
+    /// Decisions or tool results when nothing waits at all.
+    NotSuspended(String),
+    /// A decision payload that is not a non-empty map of the three documented forms.
+    InvalidDecision {
+        call_id: Option<String>,
+        message: String,
+    },
+    /// A tool-results payload that is not a non-empty map keyed by call id.
+    InvalidToolResults(String),
+    /// A call id that is not among the calls waiting.
+    UnknownCallId { call_id: String, message: String },
+    /// `retry` when there is no unanswered turn or interrupted run.
+    NothingToRetry,
+    /// A tool policy for a tool the agent does not have.
+    UnknownTool(String),
+    /// An input arrived that the engine was not waiting for: a driver bug, or a second call
+    /// while a run is in progress.
+    Busy(String),
+}
+
+impl EngineError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            EngineError::Conflict(_) => "conflict",
+            EngineError::NotSuspended(_) => "not_suspended",
+            EngineError::InvalidDecision { .. } => "invalid_decision",
+            EngineError::InvalidToolResults(_) => "invalid_tool_results",
+            EngineError::UnknownCallId { .. } => "unknown_call_id",
+            EngineError::NothingToRetry => "nothing_to_retry",
+            EngineError::UnknownTool(_) => "unknown_tool",
+            EngineError::Busy(_) => "busy",
+        }
+    }
+
+    /// The caller can do the same thing again later and expect it to work.
+    pub fn retryable(&self) -> bool {
+        matches!(self, EngineError::Busy(_))
+    }
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            EngineError::Conflict(m)
+            | EngineError::NotSuspended(m)
+            | EngineError::InvalidToolResults(m)
+            | EngineError::Busy(m) => f.write_str(m),
+            EngineError::InvalidDecision { message, .. } => f.write_str(message),
+            EngineError::UnknownCallId { message, .. } => f.write_str(message),
+            EngineError::NothingToRetry => {
+                f.write_str("there is no unanswered turn or interrupted run to retry")
+            }
+            EngineError::UnknownTool(name) => write!(f, "this agent has no tool named \"{name}\""),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}

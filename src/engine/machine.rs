@@ -1,0 +1,827 @@
+//! The agent state machine. Inputs are `handle`-style methods (a user message, a model
+//! output, policy verdicts, a tool outcome, decisions, tool results); outputs are [`Step`]s
+//! drained with [`Engine::poll`]. It never awaits, never reads the clock and does no I/O: the
+//! time comes in as `now_ms`, randomness as the `machine` seed.
+//!
+//! Drain rule: after every input, call `poll()` until it returns `None`, carrying out each
+//! step in order. A `Persist` must be durable before the next step is carried out; if it
+//! fails, drop the engine (or [`Engine::reset`] it from the stored state).
+
+use super::decisions::{Decision, parse_payload};
+use super::error::EngineError;
+use super::model::{ModelOutput, ModelToolCall};
+use super::results::{REGATE_REASON, code, error_result, output_to_result, rejection_text};
+use super::state::{Commit, RunJournal, ThreadState, ThreadStatus};
+use super::tools::{Gate, PolicyVerdict, ToolPolicy, ToolSet, ToolSpec};
+use crate::schema;
+use crate::thread::{
+    Approval, ApprovalState, IdGen, META_RESUME_TOKEN, META_STOP_REASON, Message, Role, ToolEntry,
+    Usage,
+};
+use serde_json::{Map, Value};
+use std::collections::VecDeque;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Model calls allowed in one run (one `chat`, `submitDecisions`, `submitToolResults` or
+    /// `retry`); bounds loops of unknown tools or invalid inputs.
+    pub max_steps: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig { max_steps: 10 }
+    }
+}
+
+/// Ask the tool's `approvalPolicy(inputs)` for this call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyQuery {
+    pub call_id: String,
+    pub tool: String,
+    pub inputs: Map<String, Value>,
+}
+
+/// Run the tool's `execute(inputs)` for this call, then report with `tool_outcome`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInvocation {
+    pub call_id: String,
+    pub tool: String,
+    pub inputs: Map<String, Value>,
+}
+
+/// How the call that started the run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Completed { max_steps_reached: bool },
+    AwaitingApproval,
+    AwaitingToolResults,
+}
+
+/// What the driver must do next. Exhaustive on purpose: a new step must be handled everywhere.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Write this atomically with the thread record.
+    Persist(Commit),
+    /// Call the model with the thread's history and the offered tools; then `model_output`.
+    CallModel,
+    /// Evaluate these approval policies; then `policy_verdicts`.
+    EvaluatePolicies(Vec<PolicyQuery>),
+    /// Execute this tool; then `tool_outcome`.
+    RunTool(ToolInvocation),
+    /// The run stops here; return this outcome (and the tail) to the caller.
+    Yield(Outcome),
+}
+
+/// A tool-call message waiting for its policy verdicts.
+#[derive(Debug, Clone)]
+struct Gating {
+    text: String,
+    usage: Option<Usage>,
+    entries: Vec<ToolEntry>,
+    gates: Vec<Gate>,
+}
+
+#[derive(Debug, Clone)]
+enum Phase {
+    Idle,
+    NeedModel,
+    WaitingModel,
+    WaitingPolicies(Box<Gating>),
+    Running,
+    WaitingTool(String),
+}
+
+pub struct Engine {
+    tools: ToolSet,
+    config: EngineConfig,
+    state: ThreadState,
+    ids: IdGen,
+    phase: Phase,
+    outbox: VecDeque<Step>,
+    steps: u32,
+    /// The time of the latest input, for ids made while draining.
+    now: u64,
+}
+
+impl Engine {
+    pub fn new(tools: ToolSet, config: EngineConfig, state: ThreadState, machine: u64) -> Self {
+        let mut ids = IdGen::new(machine);
+        if let Some(t) = &state.tail {
+            ids.observe(&t.id);
+        }
+        Engine {
+            tools,
+            config,
+            state,
+            ids,
+            phase: Phase::Idle,
+            outbox: VecDeque::new(),
+            steps: 0,
+            now: 0,
+        }
+    }
+
+    /// Forget any run in progress and take this stored state (after a failed write or a
+    /// change made by another tab).
+    pub fn reset(&mut self, state: ThreadState) {
+        if let Some(t) = &state.tail {
+            self.ids.observe(&t.id);
+        }
+        self.state = state;
+        self.phase = Phase::Idle;
+        self.outbox.clear();
+    }
+
+    pub fn state(&self) -> &ThreadState {
+        &self.state
+    }
+
+    pub fn tools(&self) -> &ToolSet {
+        &self.tools
+    }
+
+    pub fn tail(&self) -> Option<&Message> {
+        self.state.tail.as_ref()
+    }
+
+    /// True while a run is in progress (between an input and its `Yield`).
+    pub fn is_running(&self) -> bool {
+        !matches!(self.phase, Phase::Idle) || !self.outbox.is_empty()
+    }
+
+    /// The tools offered to the model in this thread.
+    pub fn offered_tools(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.offered(&self.state.policies)
+    }
+
+    /// Entries of the tail whose approval is pending.
+    pub fn pending_tools(&self) -> Vec<&ToolEntry> {
+        self.tail_calls()
+            .iter()
+            .filter(|e| e.is_pending())
+            .collect()
+    }
+
+    /// External calls of the tail still waiting for `submit_tool_results`.
+    pub fn awaiting_results(&self) -> Vec<&ToolEntry> {
+        let Some(run) = &self.state.run else {
+            return Vec::new();
+        };
+        if self.tail().is_some_and(Message::is_suspended) {
+            return Vec::new();
+        }
+        self.tail_calls()
+            .iter()
+            .filter(|e| !run.has_result(&e.call_id) && !is_rejected(e))
+            .filter(|e| self.tools.get(&e.name).is_some_and(|t| t.external))
+            .collect()
+    }
+
+    pub fn status(&self) -> ThreadStatus {
+        let Some(tail) = &self.state.tail else {
+            return ThreadStatus::Idle;
+        };
+        if tail.is_suspended() {
+            return ThreadStatus::AwaitingApproval;
+        }
+        if let Some(run) = &self.state.run {
+            if run.started.is_some() {
+                return ThreadStatus::Interrupted;
+            }
+            let mut external = false;
+            for e in self
+                .tail_calls()
+                .iter()
+                .filter(|e| !run.has_result(&e.call_id))
+            {
+                match self.tools.get(&e.name) {
+                    Some(t) if t.external && !is_rejected(e) => external = true,
+                    _ => return ThreadStatus::Interrupted,
+                }
+            }
+            return if external {
+                ThreadStatus::AwaitingToolResults
+            } else {
+                ThreadStatus::Interrupted
+            };
+        }
+        match (&tail.role, &tail.kind) {
+            (Role::User, _) => ThreadStatus::Interrupted,
+            _ => ThreadStatus::Idle,
+        }
+    }
+
+    /// The next step, or `None` when the engine waits for an input or is idle.
+    pub fn poll(&mut self) -> Option<Step> {
+        if let Some(s) = self.outbox.pop_front() {
+            return Some(s);
+        }
+        match self.phase {
+            Phase::NeedModel => {
+                if self.steps >= self.config.max_steps {
+                    self.phase = Phase::Idle;
+                    return Some(Step::Yield(Outcome::Completed {
+                        max_steps_reached: true,
+                    }));
+                }
+                self.phase = Phase::WaitingModel;
+                Some(Step::CallModel)
+            }
+            Phase::Running => {
+                self.advance_run();
+                self.outbox.pop_front()
+            }
+            _ => None,
+        }
+    }
+
+    // ----- inputs -----------------------------------------------------------------------
+
+    /// A new user message starts a run.
+    pub fn user_message(&mut self, text: &str, now_ms: u64) -> Result<(), EngineError> {
+        self.expect_idle()?;
+        self.now = now_ms;
+        if let Some(tail) = self.tail().filter(|t| t.is_suspended()) {
+            let n = tail
+                .tool_calls()
+                .map_or(0, |t| t.iter().filter(|e| e.is_pending()).count());
+            return Err(EngineError::Conflict(format!(
+                "{n} tool call(s) are awaiting approval: submit decisions before sending a new \
+                 message. Nothing was stored or sent."
+            )));
+        }
+        if self.state.run.is_some() {
+            let why = match self.status() {
+                ThreadStatus::AwaitingToolResults => {
+                    "tool calls are waiting for results: submit them before sending a new message"
+                }
+                _ => "a run was interrupted while running tools: call retry() to finish it first",
+            };
+            return Err(EngineError::Conflict(format!(
+                "{why}. Nothing was stored or sent."
+            )));
+        }
+        let msg = Message::user_text(self.ids.next(now_ms), text);
+        self.append(msg);
+        self.start(Phase::NeedModel);
+        Ok(())
+    }
+
+    /// Continue an unanswered turn or an interrupted run, without adding a message.
+    pub fn retry(&mut self, now_ms: u64) -> Result<(), EngineError> {
+        self.expect_idle()?;
+        self.now = now_ms;
+        if self.recover(now_ms) {
+            return Ok(());
+        }
+        match self.status() {
+            ThreadStatus::Interrupted if self.state.run.is_some() => self.start(Phase::Running),
+            ThreadStatus::Interrupted => self.start(Phase::NeedModel),
+            _ => return Err(EngineError::NothingToRetry),
+        }
+        Ok(())
+    }
+
+    /// The model answered the `CallModel` step.
+    pub fn model_output(&mut self, out: ModelOutput, now_ms: u64) -> Result<(), EngineError> {
+        if !matches!(self.phase, Phase::WaitingModel) {
+            return Err(unexpected("a model output"));
+        }
+        self.steps += 1;
+        self.now = now_ms;
+        if out.tool_calls.is_empty() {
+            let mut msg = Message::assistant_text(self.ids.next(now_ms), out.text);
+            if let Some(r) = out.stop_reason {
+                msg.set_meta(META_STOP_REASON, Value::String(r));
+            }
+            msg.usage = out.usage;
+            self.append(msg);
+            self.finish(Outcome::Completed {
+                max_steps_reached: false,
+            });
+            return Ok(());
+        }
+        let mut entries = Vec::with_capacity(out.tool_calls.len());
+        let mut gates = Vec::with_capacity(out.tool_calls.len());
+        let mut queries = Vec::new();
+        for (i, call) in out.tool_calls.iter().enumerate() {
+            let call_id = unique_call_id(call, i, &entries);
+            let tool = self.tools.get(&call.name);
+            let mut entry = ToolEntry::new(call_id, &call.name);
+            entry.description = tool.and_then(|t| t.description.clone());
+            if let Some(t) = tool {
+                entry.parameters = t.extra.clone();
+            }
+            let parsed = parse_arguments(&call.arguments);
+            if let Ok(inputs) = &parsed {
+                entry.inputs = inputs.clone();
+            }
+            let gate = self.gate(tool, &call.name, parsed);
+            if gate == Gate::AskPolicy {
+                queries.push(PolicyQuery {
+                    call_id: entry.call_id.clone(),
+                    tool: entry.name.clone(),
+                    inputs: entry.inputs.clone(),
+                });
+            }
+            entries.push(entry);
+            gates.push(gate);
+        }
+        let gating = Gating {
+            text: out.text,
+            usage: out.usage,
+            entries,
+            gates,
+        };
+        if queries.is_empty() {
+            self.write_tool_call(gating, now_ms);
+        } else {
+            self.phase = Phase::WaitingPolicies(Box::new(gating));
+            self.outbox.push_back(Step::EvaluatePolicies(queries));
+        }
+        Ok(())
+    }
+
+    /// The model call failed or was aborted: the run stops, the thread stays as it was (the
+    /// user's message is kept; `retry` answers it).
+    pub fn model_failed(&mut self) {
+        if matches!(self.phase, Phase::WaitingModel) {
+            self.phase = Phase::Idle;
+            self.outbox.clear();
+        }
+    }
+
+    /// Verdicts for the `EvaluatePolicies` step. A call without a verdict is gated.
+    pub fn policy_verdicts(
+        &mut self,
+        verdicts: Vec<(String, PolicyVerdict)>,
+        now_ms: u64,
+    ) -> Result<(), EngineError> {
+        let Phase::WaitingPolicies(gating) = std::mem::replace(&mut self.phase, Phase::Idle) else {
+            return Err(unexpected("policy verdicts"));
+        };
+        let mut gating = *gating;
+        for (entry, gate) in gating.entries.iter().zip(gating.gates.iter_mut()) {
+            if *gate == Gate::AskPolicy {
+                let verdict = verdicts
+                    .iter()
+                    .find(|(id, _)| *id == entry.call_id)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_else(|| PolicyVerdict::Failed("no verdict was given".into()));
+                *gate = verdict.into_gate();
+            }
+        }
+        self.write_tool_call(gating, now_ms);
+        Ok(())
+    }
+
+    /// The tool of the `RunTool` step finished: `Ok(output)` or `Err(error message)`.
+    pub fn tool_outcome(
+        &mut self,
+        call_id: &str,
+        outcome: Result<Value, String>,
+        now_ms: u64,
+    ) -> Result<(), EngineError> {
+        match &self.phase {
+            Phase::WaitingTool(id) if id == call_id => {}
+            _ => return Err(unexpected("a tool outcome")),
+        }
+        let result = match outcome {
+            Ok(v) => output_to_result(&v),
+            Err(message) => error_result(code::TOOL_ERROR, &message, &[]),
+        };
+        self.now = now_ms;
+        if let Some(run) = &mut self.state.run {
+            run.record(call_id, result);
+            run.started = None;
+        }
+        // Persisted together with the next step's write (the next "started" mark or the
+        // result message), so a call costs one write, not two.
+        self.phase = Phase::Running;
+        Ok(())
+    }
+
+    /// Human decisions (SPEC §3.3). Partial and revisable until every gated entry is decided.
+    pub fn submit_decisions(&mut self, payload: &Value, now_ms: u64) -> Result<(), EngineError> {
+        self.expect_idle()?;
+        let Some(tail) = self.tail().filter(|t| t.is_suspended()) else {
+            return Err(EngineError::NotSuspended(
+                "no tool call is awaiting approval".into(),
+            ));
+        };
+        let decisions = parse_payload(payload)?;
+        let run = self.state.run.clone();
+        let mut tail = tail.clone();
+        let entries = tail
+            .tool_calls_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut entries = entries;
+        // Check everything before changing anything: a refused payload stages nothing.
+        for (call_id, _) in &decisions {
+            let decidable = entries.iter().any(|e| {
+                e.call_id == *call_id
+                    && e.approval.is_some()
+                    && !run.as_ref().is_some_and(|r| r.has_result(call_id))
+            });
+            if !decidable {
+                return Err(EngineError::UnknownCallId {
+                    call_id: call_id.clone(),
+                    message: format!("\"{call_id}\" is not among the calls awaiting approval"),
+                });
+            }
+        }
+        for (call_id, decision) in decisions {
+            if let Some(a) = entries
+                .iter_mut()
+                .find(|e| e.call_id == call_id)
+                .and_then(|e| e.approval.as_mut())
+            {
+                match decision {
+                    Decision::Approve => {
+                        a.state = ApprovalState::Approved;
+                        a.reject_reason = None;
+                    }
+                    Decision::Reject(reason) => {
+                        a.state = ApprovalState::Rejected;
+                        a.reject_reason = reason;
+                    }
+                }
+            }
+        }
+        let complete = !entries.iter().any(ToolEntry::is_pending);
+        if complete {
+            // The point of no return: rejections get their result now, the rest runs.
+            let run = self
+                .state
+                .run
+                .get_or_insert_with(|| RunJournal::new(tail.id.clone()));
+            for e in entries.iter().filter(|e| is_rejected(e)) {
+                if !run.has_result(&e.call_id) {
+                    let reason = e.approval.as_ref().and_then(|a| a.reject_reason.as_deref());
+                    run.record(&e.call_id, rejection_text(reason));
+                }
+            }
+        } else if self.state.run.is_none() {
+            self.state.run = Some(RunJournal::new(tail.id.clone()));
+        }
+        if let Some(t) = tail.tool_calls_mut() {
+            *t = entries;
+        }
+        self.now = now_ms;
+        self.replace_tail(tail);
+        if complete {
+            self.start(Phase::Running);
+        } else {
+            self.finish(Outcome::AwaitingApproval);
+        }
+        Ok(())
+    }
+
+    /// Outputs of external tools (SPEC §3.6), by call id; partial submissions are kept.
+    pub fn submit_tool_results(&mut self, payload: &Value, now_ms: u64) -> Result<(), EngineError> {
+        self.expect_idle()?;
+        let status = self.status();
+        if status != ThreadStatus::AwaitingToolResults && status != ThreadStatus::AwaitingApproval {
+            return Err(EngineError::NotSuspended(
+                "no tool call is waiting for a result".into(),
+            ));
+        }
+        let map = payload
+            .as_object()
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| {
+                EngineError::InvalidToolResults(
+                    "tool results must be a non-empty object keyed by callId".into(),
+                )
+            })?;
+        let waiting: Vec<String> = self
+            .awaiting_results()
+            .into_iter()
+            .map(|e| e.call_id.clone())
+            .collect();
+        if let Some(id) = map.keys().find(|id| !waiting.contains(id)) {
+            return Err(EngineError::UnknownCallId {
+                call_id: id.clone(),
+                message: format!("\"{id}\" is not among the calls waiting for a result"),
+            });
+        }
+        self.now = now_ms;
+        if let Some(run) = &mut self.state.run {
+            for (id, v) in map {
+                run.record(id, output_to_result(v));
+            }
+        }
+        if waiting.len() > map.len() {
+            self.persist(None, Vec::new());
+            self.finish(Outcome::AwaitingToolResults);
+        } else {
+            self.start(Phase::Running);
+        }
+        Ok(())
+    }
+
+    /// Sets (or with both fields `None`, clears) a per-thread policy for one tool.
+    pub fn set_tool_policy(&mut self, tool: &str, policy: ToolPolicy) -> Result<(), EngineError> {
+        self.expect_idle()?;
+        if self.tools.get(tool).is_none() {
+            return Err(EngineError::UnknownTool(tool.to_owned()));
+        }
+        if policy.is_empty() {
+            self.state.policies.remove(tool);
+        } else {
+            self.state.policies.insert(tool.to_owned(), policy);
+        }
+        self.persist(None, Vec::new());
+        Ok(())
+    }
+
+    /// On reload: a call whose execution was cut off is re-gated (or, for an idempotent
+    /// tool, left to run again). Returns true when it changed the thread.
+    pub fn recover(&mut self, now_ms: u64) -> bool {
+        let Some(call_id) = self.state.run.as_ref().and_then(|r| r.started.clone()) else {
+            return false;
+        };
+        if let Some(run) = &mut self.state.run {
+            run.started = None;
+        }
+        let Some(mut tail) = self.state.tail.clone() else {
+            return false;
+        };
+        let idempotent = tail
+            .tool_calls()
+            .and_then(|t| t.iter().find(|e| e.call_id == call_id))
+            .and_then(|e| self.tools.get(&e.name))
+            .is_some_and(|t| t.idempotent);
+        if idempotent {
+            self.persist(None, Vec::new());
+            return true;
+        }
+        if let Some(e) = tail
+            .tool_calls_mut()
+            .and_then(|t| t.iter_mut().find(|e| e.call_id == call_id))
+        {
+            e.approval = Some(Approval::pending(Some(REGATE_REASON.to_owned())));
+        }
+        let token = self.resume_token(now_ms);
+        tail.set_meta(META_RESUME_TOKEN, Value::String(token));
+        self.replace_tail(tail);
+        self.outbox
+            .push_back(Step::Yield(Outcome::AwaitingApproval));
+        true
+    }
+
+    // ----- internals --------------------------------------------------------------------
+
+    fn expect_idle(&self) -> Result<(), EngineError> {
+        if self.is_running() {
+            return Err(EngineError::Busy(
+                "a run is already in progress on this thread".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, phase: Phase) {
+        self.steps = 0;
+        self.phase = phase;
+    }
+
+    fn finish(&mut self, outcome: Outcome) {
+        self.phase = Phase::Idle;
+        self.outbox.push_back(Step::Yield(outcome));
+    }
+
+    fn tail_calls(&self) -> &[ToolEntry] {
+        self.state
+            .tail
+            .as_ref()
+            .and_then(Message::tool_calls)
+            .unwrap_or(&[])
+    }
+
+    fn persist(&mut self, replace_tail: Option<Message>, append: Vec<Message>) {
+        self.outbox.push_back(Step::Persist(Commit {
+            replace_tail,
+            append,
+            run: self.state.run.clone(),
+            policies: self.state.policies.clone(),
+        }));
+    }
+
+    fn append(&mut self, msg: Message) {
+        self.state.tail = Some(msg.clone());
+        self.persist(None, vec![msg]);
+    }
+
+    fn replace_tail(&mut self, msg: Message) {
+        self.state.tail = Some(msg.clone());
+        self.persist(Some(msg), Vec::new());
+    }
+
+    fn resume_token(&mut self, now_ms: u64) -> String {
+        format!("run_{:016x}", self.ids.next_number(now_ms))
+    }
+
+    /// The gating precedence of SPEC §3.1 for one call.
+    fn gate(
+        &self,
+        tool: Option<&ToolSpec>,
+        name: &str,
+        parsed: Result<Map<String, Value>, String>,
+    ) -> Gate {
+        let Some(tool) = tool else {
+            let offered: Vec<&str> = self.offered_tools().map(|t| t.name.as_str()).collect();
+            return Gate::Refuse(error_result(
+                code::UNKNOWN_TOOL,
+                &format!(
+                    "There is no tool named \"{name}\". Available tools: {}.",
+                    offered.join(", ")
+                ),
+                &[],
+            ));
+        };
+        if !self.tools.is_enabled(tool, &self.state.policies) {
+            return Gate::Refuse(error_result(
+                code::PERMISSION_DENIED,
+                &format!("The tool \"{name}\" is disabled in this conversation. Do not call it."),
+                &[],
+            ));
+        }
+        let inputs = match parsed {
+            Ok(inputs) => inputs,
+            Err(why) => {
+                return Gate::Refuse(error_result(
+                    code::INPUT_VALIDATION,
+                    &format!("The arguments for \"{name}\" are not a JSON object: {why}"),
+                    &[],
+                ));
+            }
+        };
+        if let Err(errors) = schema::validate(&tool.schema, &Value::Object(inputs)) {
+            let details: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            return Gate::Refuse(error_result(
+                code::INPUT_VALIDATION,
+                &format!(
+                    "The arguments for \"{name}\" do not match its schema. Fix them and call the \
+                     tool again."
+                ),
+                &details,
+            ));
+        }
+        if self.tools.is_auto_approved(tool, &self.state.policies) {
+            return Gate::Run;
+        }
+        match tool.require_approval {
+            Some(true) => Gate::Approval(None),
+            Some(false) => Gate::Run,
+            None if tool.has_policy => Gate::AskPolicy,
+            None => Gate::Run,
+        }
+    }
+
+    /// Writes the `tool_call` message with its gates; suspends if any call is gated.
+    fn write_tool_call(&mut self, gating: Gating, now_ms: u64) {
+        let Gating {
+            text,
+            usage,
+            mut entries,
+            gates,
+        } = gating;
+        let id = self.ids.next(now_ms);
+        let mut run = RunJournal::new(id.clone());
+        let mut gated = false;
+        for (entry, gate) in entries.iter_mut().zip(gates) {
+            match gate {
+                Gate::Refuse(result) => run.record(&entry.call_id, result),
+                Gate::Run => {}
+                Gate::Approval(reason) => {
+                    entry.approval = Some(Approval::pending(reason));
+                    gated = true;
+                }
+                // Resolved by `policy_verdicts` before we get here; fail closed regardless.
+                Gate::AskPolicy => {
+                    entry.approval = Some(Approval::pending(None));
+                    gated = true;
+                }
+            }
+        }
+        let mut msg = Message::tool_call(id, &text, entries);
+        msg.usage = usage;
+        if gated {
+            let token = self.resume_token(now_ms);
+            msg.set_meta(META_RESUME_TOKEN, Value::String(token));
+        }
+        self.state.run = Some(run);
+        self.append(msg);
+        if gated {
+            self.finish(Outcome::AwaitingApproval);
+        } else {
+            self.phase = Phase::Running;
+        }
+    }
+
+    /// One step of running the tail's calls in message order.
+    fn advance_run(&mut self) {
+        let (Some(tail), Some(run)) = (self.state.tail.as_ref(), self.state.run.as_mut()) else {
+            // Nothing to run (defensive: Running is only entered with a journal).
+            self.phase = Phase::NeedModel;
+            return;
+        };
+        let mut awaiting_external = false;
+        let mut next = None;
+        for e in tail.tool_calls().unwrap_or(&[]) {
+            if run.has_result(&e.call_id) {
+                continue;
+            }
+            if is_rejected(e) {
+                let reason = e.approval.as_ref().and_then(|a| a.reject_reason.as_deref());
+                run.record(&e.call_id, rejection_text(reason));
+                continue;
+            }
+            match self.tools.get(&e.name) {
+                None => run.record(
+                    &e.call_id,
+                    error_result(
+                        code::UNKNOWN_TOOL,
+                        &format!("The tool \"{}\" is no longer available.", e.name),
+                        &[],
+                    ),
+                ),
+                Some(t) if t.external => awaiting_external = true,
+                Some(_) => {
+                    next = Some(ToolInvocation {
+                        call_id: e.call_id.clone(),
+                        tool: e.name.clone(),
+                        inputs: e.inputs.clone(),
+                    });
+                    break;
+                }
+            }
+        }
+        if let Some(inv) = next {
+            run.started = Some(inv.call_id.clone());
+            self.phase = Phase::WaitingTool(inv.call_id.clone());
+            self.persist(None, Vec::new());
+            self.outbox.push_back(Step::RunTool(inv));
+            return;
+        }
+        if awaiting_external {
+            self.persist(None, Vec::new());
+            self.finish(Outcome::AwaitingToolResults);
+            return;
+        }
+        // Every call has its result: one `tool_call_result` message, in message order.
+        let entries: Vec<ToolEntry> = tail
+            .tool_calls()
+            .unwrap_or(&[])
+            .iter()
+            .map(|e| {
+                let mut r = e.clone();
+                r.result = run.result(&e.call_id).map(str::to_owned);
+                r
+            })
+            .collect();
+        let msg = Message::tool_call_result(self.ids.next(self.now), entries);
+        self.state.run = None;
+        self.append(msg);
+        self.phase = Phase::NeedModel;
+    }
+}
+
+fn is_rejected(e: &ToolEntry) -> bool {
+    e.approval_state() == Some(ApprovalState::Rejected)
+}
+
+fn unexpected(what: &str) -> EngineError {
+    EngineError::Busy(format!("the engine was not waiting for {what}"))
+}
+
+/// The model's argument text as an object: `""` and `null` mean no arguments.
+fn parse_arguments(raw: &str) -> Result<Map<String, Value>, String> {
+    if raw.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(Value::Null) => Ok(Map::new()),
+        Ok(_) => Err("the arguments are JSON but not an object".into()),
+        Err(e) => Err(format!("invalid JSON ({e})")),
+    }
+}
+
+/// Call ids must be unique within a message (decisions are keyed by them); a provider that
+/// sends none or repeats one gets a stable derived id.
+fn unique_call_id(call: &ModelToolCall, index: usize, earlier: &[ToolEntry]) -> String {
+    let base = if call.id.is_empty() {
+        format!("call_{index}")
+    } else {
+        call.id.clone()
+    };
+    if earlier.iter().any(|e| e.call_id == base) {
+        format!("{base}_{index}")
+    } else {
+        base
+    }
+}

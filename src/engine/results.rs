@@ -1,0 +1,81 @@
+//! The result strings the model sees for calls that did not run normally.
+
+use serde_json::{Value, json};
+
+/// Neuron's default reason. With the template's own ". " it reads "provided.. Do not", byte
+/// for byte as Neuron produces it (SPEC §3.4).
+pub const DEFAULT_REJECT_REASON: &str = "No specific instruction provided.";
+
+/// What the model sees for a rejected call: the reason is substituted verbatim.
+pub fn rejection_text(reason: Option<&str>) -> String {
+    let reason = reason.unwrap_or(DEFAULT_REJECT_REASON);
+    let mut s = String::with_capacity(200 + reason.len());
+    s.push_str("TOOL NOT EXECUTED. The user rejected this action. User instruction: ");
+    s.push_str(reason);
+    s.push_str(
+        ". Do not attempt this tool again. Follow the user's instruction or reconsider your plan.",
+    );
+    s
+}
+
+/// The `approvalReason` of a call re-gated because its execution was cut off (SPEC §4).
+pub const REGATE_REASON: &str = "The earlier attempt to run this tool was interrupted before it \
+finished, so it may or may not have taken effect. Check before approving it again.";
+
+/// Stable codes of error results, as the model and the UI see them in `result`.
+pub mod code {
+    pub const UNKNOWN_TOOL: &str = "unknown_tool";
+    pub const PERMISSION_DENIED: &str = "tool_permission_denied";
+    pub const INPUT_VALIDATION: &str = "input_validation";
+    pub const TOOL_ERROR: &str = "tool_error";
+}
+
+/// A structured error result: `{"error":"<code>","message":"…"[,"details":[…]]}`.
+pub fn error_result(code: &str, message: &str, details: &[String]) -> String {
+    let mut v = json!({ "error": code, "message": message });
+    if !details.is_empty() {
+        v["details"] = Value::from(details.to_vec());
+    }
+    v.to_string()
+}
+
+/// A tool's output as the `result` string: strings as they are, anything else JSON-encoded.
+pub fn output_to_result(output: &Value) -> String {
+    match output {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejection_text_is_byte_exact() {
+        assert_eq!(
+            rejection_text(None),
+            "TOOL NOT EXECUTED. The user rejected this action. User instruction: No specific \
+             instruction provided.. Do not attempt this tool again. Follow the user's instruction \
+             or reconsider your plan."
+        );
+        assert_eq!(
+            rejection_text(Some("Use the cached report")),
+            "TOOL NOT EXECUTED. The user rejected this action. User instruction: Use the cached \
+             report. Do not attempt this tool again. Follow the user's instruction or reconsider \
+             your plan."
+        );
+    }
+
+    #[test]
+    fn error_results_are_json() {
+        let r = error_result(code::TOOL_ERROR, "disk \"full\"", &[]);
+        let v: Value = serde_json::from_str(&r).unwrap();
+        assert_eq!(
+            v,
+            json!({"error": "tool_error", "message": "disk \"full\""})
+        );
+        assert_eq!(output_to_result(&json!({"a": 1})), r#"{"a":1}"#);
+        assert_eq!(output_to_result(&json!("plain")), "plain");
+    }
+}

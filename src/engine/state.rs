@@ -1,0 +1,109 @@
+//! What the engine knows of a thread (its tail, its policies, the journal of a run in
+//! progress) and what it asks the store to write.
+
+use super::tools::ToolPolicies;
+use crate::thread::{Message, MessageId};
+use serde::{Deserialize, Serialize};
+
+/// One finished call of a run: its result string as the model will see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallResult {
+    pub call_id: String,
+    pub result: String,
+}
+
+/// The execution journal of the tail `tool_call` message while its calls are being decided,
+/// run or awaited. It lives in the thread record, beside the messages, so the message JSON stays
+/// exactly the documented shape. It exists from the moment the `tool_call` message is written
+/// until its `tool_call_result` message is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunJournal {
+    /// The `tool_call` message this journal belongs to (always the tail while it exists).
+    pub call_message_id: MessageId,
+    /// Results known so far, in the order they became known.
+    pub results: Vec<CallResult>,
+    /// A call whose `execute` began and has not finished. Written before the tool runs, cleared
+    /// in the same write as its result; found set on reload, it means the page died mid-call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
+}
+
+impl RunJournal {
+    pub fn new(call_message_id: MessageId) -> Self {
+        RunJournal {
+            call_message_id,
+            results: Vec::new(),
+            started: None,
+        }
+    }
+
+    pub fn result(&self, call_id: &str) -> Option<&str> {
+        self.results
+            .iter()
+            .find(|r| r.call_id == call_id)
+            .map(|r| r.result.as_str())
+    }
+
+    pub fn has_result(&self, call_id: &str) -> bool {
+        self.result(call_id).is_some()
+    }
+
+    pub fn record(&mut self, call_id: &str, result: String) {
+        if let Some(r) = self.results.iter_mut().find(|r| r.call_id == call_id) {
+            r.result = result;
+        } else {
+            self.results.push(CallResult {
+                call_id: call_id.to_owned(),
+                result,
+            });
+        }
+    }
+}
+
+/// The engine's view of a thread: enough to continue it without reading its history.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadState {
+    pub tail: Option<Message>,
+    pub policies: ToolPolicies,
+    pub run: Option<RunJournal>,
+}
+
+/// One atomic write: the store applies all of it, with the thread record, or none of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commit {
+    /// The current tail, rewritten in place (same `__id`).
+    pub replace_tail: Option<Message>,
+    /// New messages after the tail, oldest first; the last becomes the tail.
+    pub append: Vec<Message>,
+    /// The journal after this write (`None` clears it).
+    pub run: Option<RunJournal>,
+    /// The policies after this write.
+    pub policies: ToolPolicies,
+}
+
+/// Where a thread stands, derived from its state alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadStatus {
+    /// Nothing waits; a new message may be sent.
+    Idle,
+    /// The tail has pending approvals.
+    AwaitingApproval,
+    /// External tool calls wait for `submitToolResults`.
+    AwaitingToolResults,
+    /// A run stopped between two steps (the page closed, or the model call failed): `retry`
+    /// continues it.
+    Interrupted,
+}
+
+impl ThreadStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadStatus::Idle => "idle",
+            ThreadStatus::AwaitingApproval => "awaiting_approval",
+            ThreadStatus::AwaitingToolResults => "awaiting_tool_results",
+            ThreadStatus::Interrupted => "interrupted",
+        }
+    }
+}

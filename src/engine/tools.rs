@@ -1,0 +1,147 @@
+//! Tool definitions as the engine sees them, per-thread policies, and the gating precedence
+//! (SPEC §3.1).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A tool as configured on the agent. The JS `execute` and `approvalPolicy` functions stay in
+/// the driver; the engine only knows whether they exist.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: Option<String>,
+    pub label: Option<String>,
+    /// The JSON Schema of the inputs.
+    pub schema: Value,
+    /// Provider-specific extra keys of the definition, shown as the entry's `parameters`.
+    pub extra: Value,
+    /// The flat override: `Some(true)` always gates, `Some(false)` never does.
+    pub require_approval: Option<bool>,
+    /// Whether an `approvalPolicy` function exists (evaluated by the driver).
+    pub has_policy: bool,
+    pub enabled: bool,
+    pub auto_approve: bool,
+    /// Safe to run again after a crash cut off an earlier attempt (SPEC §4).
+    pub idempotent: bool,
+    /// No `execute`: the app supplies the result with `submitToolResults` (SPEC §3.6).
+    pub external: bool,
+}
+
+impl ToolSpec {
+    pub fn new(name: impl Into<String>) -> Self {
+        ToolSpec {
+            name: name.into(),
+            description: None,
+            label: None,
+            schema: Value::Object(Default::default()),
+            extra: Value::Array(Vec::new()),
+            require_approval: None,
+            has_policy: false,
+            enabled: true,
+            auto_approve: false,
+            idempotent: false,
+            external: false,
+        }
+    }
+}
+
+/// Per-thread overrides of a tool's defaults. `None` means "use the tool's own value".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolPolicy {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_approve: Option<bool>,
+}
+
+impl ToolPolicy {
+    pub fn is_empty(&self) -> bool {
+        self.enabled.is_none() && self.auto_approve.is_none()
+    }
+}
+
+/// The per-thread policies, keyed by tool name.
+pub type ToolPolicies = BTreeMap<String, ToolPolicy>;
+
+/// The tools of an agent, in the order they were given.
+#[derive(Debug, Clone, Default)]
+pub struct ToolSet {
+    tools: Vec<ToolSpec>,
+}
+
+impl ToolSet {
+    pub fn new(tools: Vec<ToolSpec>) -> Self {
+        ToolSet { tools }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.iter()
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    pub fn is_enabled(&self, tool: &ToolSpec, policies: &ToolPolicies) -> bool {
+        policies
+            .get(&tool.name)
+            .and_then(|p| p.enabled)
+            .unwrap_or(tool.enabled)
+    }
+
+    pub fn is_auto_approved(&self, tool: &ToolSpec, policies: &ToolPolicies) -> bool {
+        policies
+            .get(&tool.name)
+            .and_then(|p| p.auto_approve)
+            .unwrap_or(tool.auto_approve)
+    }
+
+    /// The tools offered to the model in a thread: the enabled ones.
+    pub fn offered<'a>(&'a self, policies: &'a ToolPolicies) -> impl Iterator<Item = &'a ToolSpec> {
+        self.tools
+            .iter()
+            .filter(move |t| self.is_enabled(t, policies))
+    }
+}
+
+/// What the gate decided for one call, before any policy function ran.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gate {
+    /// Not executed; this result string goes to the model (unknown tool, disabled, bad input).
+    Refuse(String),
+    /// Runs without asking.
+    Run,
+    /// Waits for a human; the reason is shown on the card.
+    Approval(Option<String>),
+    /// The tool's `approvalPolicy(inputs)` decides.
+    AskPolicy,
+}
+
+/// What an `approvalPolicy` function answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyVerdict {
+    /// `false`: not gated.
+    Allow,
+    /// `true` (no reason) or a string (the reason).
+    Require(Option<String>),
+    /// The policy threw or returned something else; the call is gated (fail closed).
+    Failed(String),
+}
+
+impl PolicyVerdict {
+    pub fn into_gate(self) -> Gate {
+        match self {
+            PolicyVerdict::Allow => Gate::Run,
+            PolicyVerdict::Require(reason) => Gate::Approval(reason),
+            PolicyVerdict::Failed(why) => Gate::Approval(Some(format!(
+                "The approval policy of this tool failed ({why}), so a human must decide."
+            ))),
+        }
+    }
+}
