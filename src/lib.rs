@@ -6,4 +6,5 @@
 pub mod engine;
 pub mod providers;
 pub mod schema;
+pub mod store;
 pub mod thread;

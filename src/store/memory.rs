@@ -1,0 +1,131 @@
+//! An in-memory thread store with the same behaviour as the IndexedDB one (versions,
+//! conflicts, paging). Stores with the same database name share their data within one
+//! JS realm (or one native thread), so two agents on one thread see each other.
+
+use super::record::{MessageRow, Snapshot, StoreError, ThreadRecord, plan_commit};
+use crate::engine::Commit;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+#[derive(Debug, Default)]
+struct Thread {
+    record: Option<ThreadRecord>,
+    rows: Vec<MessageRow>,
+}
+
+type Db = Rc<RefCell<BTreeMap<String, Thread>>>;
+
+thread_local! {
+    static DATABASES: RefCell<HashMap<String, Db>> = RefCell::new(HashMap::new());
+}
+
+#[derive(Debug, Clone)]
+pub struct MemoryStore {
+    db: Db,
+}
+
+impl MemoryStore {
+    /// The store named `database` in this realm, created on first use.
+    pub fn open(database: &str) -> Self {
+        let db = DATABASES.with(|d| {
+            d.borrow_mut()
+                .entry(database.to_owned())
+                .or_default()
+                .clone()
+        });
+        MemoryStore { db }
+    }
+
+    /// Forgets a database (tests).
+    pub fn drop_database(database: &str) {
+        DATABASES.with(|d| d.borrow_mut().remove(database));
+    }
+
+    pub fn load(&self, thread_id: &str, now_ms: f64) -> Result<Snapshot, StoreError> {
+        let db = self.db.borrow();
+        let Some(t) = db.get(thread_id).filter(|t| t.record.is_some()) else {
+            return Ok(Snapshot {
+                record: ThreadRecord::new(thread_id, now_ms),
+                tail: None,
+            });
+        };
+        let record = t
+            .record
+            .clone()
+            .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms));
+        let tail = match t.rows.last() {
+            Some(row) => Some(row.message()?),
+            None => None,
+        };
+        Ok(Snapshot { record, tail })
+    }
+
+    pub fn commit(
+        &self,
+        thread_id: &str,
+        expected_version: u64,
+        commit: &Commit,
+        now_ms: f64,
+    ) -> Result<ThreadRecord, StoreError> {
+        let mut db = self.db.borrow_mut();
+        let t = db.entry(thread_id.to_owned()).or_default();
+        let current = t
+            .record
+            .clone()
+            .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms));
+        let tail_id = t
+            .rows
+            .last()
+            .and_then(|r| r.message().ok())
+            .map(|m| m.id.to_string());
+        let plan = plan_commit(
+            &current,
+            tail_id.as_deref(),
+            expected_version,
+            commit,
+            now_ms,
+        )?;
+        for row in plan.rows {
+            let i = (row.seq - 1) as usize;
+            if i < t.rows.len() {
+                t.rows[i] = row;
+            } else {
+                t.rows.push(row);
+            }
+        }
+        t.record = Some(plan.record.clone());
+        Ok(plan.record)
+    }
+
+    /// Up to `limit` messages before `before_seq` (exclusive; `None` = from the tail), oldest
+    /// first.
+    pub fn page(
+        &self,
+        thread_id: &str,
+        before_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<MessageRow>, StoreError> {
+        let db = self.db.borrow();
+        let Some(t) = db.get(thread_id) else {
+            return Ok(Vec::new());
+        };
+        let end = before_seq.map_or(t.rows.len(), |s| {
+            (s.saturating_sub(1) as usize).min(t.rows.len())
+        });
+        let start = end.saturating_sub(limit as usize);
+        Ok(t.rows[start..end].to_vec())
+    }
+
+    pub fn list(&self) -> Vec<ThreadRecord> {
+        self.db
+            .borrow()
+            .values()
+            .filter_map(|t| t.record.clone())
+            .collect()
+    }
+
+    pub fn delete(&self, thread_id: &str) {
+        self.db.borrow_mut().remove(thread_id);
+    }
+}

@@ -1,0 +1,188 @@
+//! The stored shape of a thread: one record (metadata, per-thread policies, the run journal,
+//! a version counter) plus its messages keyed by `(thread, seq)`. Pure: both the IndexedDB and
+//! the memory store plan their writes with [`plan_commit`], so they behave the same.
+
+use crate::engine::{Commit, RunJournal, ThreadState, ToolPolicies};
+use crate::thread::Message;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Bumped whenever the stored shape changes; older records stay readable (tests read frozen
+/// fixtures of every version in `tests/fixtures/store/`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadRecord {
+    pub id: String,
+    pub schema_version: u32,
+    /// Incremented by every write; a write made from an older version is a conflict.
+    pub version: u64,
+    pub created_at: f64,
+    pub updated_at: f64,
+    /// Messages are numbered 1..=message_count; the tail is `message_count`.
+    pub message_count: u64,
+    /// A short title from the first user message, for thread lists.
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub policies: ToolPolicies,
+    #[serde(default)]
+    pub run: Option<RunJournal>,
+}
+
+impl ThreadRecord {
+    /// A thread that does not exist yet (version 0: nothing stored).
+    pub fn new(id: &str, now_ms: f64) -> Self {
+        ThreadRecord {
+            id: id.to_owned(),
+            schema_version: SCHEMA_VERSION,
+            version: 0,
+            created_at: now_ms,
+            updated_at: now_ms,
+            message_count: 0,
+            title: None,
+            policies: ToolPolicies::new(),
+            run: None,
+        }
+    }
+}
+
+/// What loading a thread reads: its record and its tail message, nothing else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub record: ThreadRecord,
+    pub tail: Option<Message>,
+}
+
+impl Snapshot {
+    pub fn state(&self) -> ThreadState {
+        ThreadState {
+            tail: self.tail.clone(),
+            policies: self.record.policies.clone(),
+            run: self.record.run.clone(),
+        }
+    }
+}
+
+/// One message row: the message JSON as text, so its key order is kept exactly and reading
+/// it back is one `JSON.parse`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRow {
+    pub seq: u64,
+    pub json: String,
+}
+
+impl MessageRow {
+    pub fn message(&self) -> Result<Message, StoreError> {
+        serde_json::from_str(&self.json)
+            .map_err(|e| StoreError::Corrupt(format!("message {} is unreadable: {e}", self.seq)))
+    }
+}
+
+/// The writes of one commit, planned against the record it was made from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitPlan {
+    pub record: ThreadRecord,
+    pub rows: Vec<MessageRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The thread changed since this view was read (another tab or agent wrote it).
+    Conflict {
+        expected: u64,
+        found: u64,
+    },
+    /// The browser refused to store more (QuotaExceededError).
+    Quota(String),
+    /// The database could not be opened (blocked, unsupported, private mode...).
+    Unavailable(String),
+    /// Stored data could not be read back.
+    Corrupt(String),
+    Other(String),
+}
+
+impl StoreError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Conflict { .. } => "conflict",
+            _ => "storage",
+        }
+    }
+
+    pub fn retryable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Conflict { .. } | StoreError::Unavailable(_)
+        )
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            StoreError::Conflict { expected, found } => write!(
+                f,
+                "the thread was changed elsewhere (version {found}, this view had {expected}); \
+                 nothing was written, the view has been reloaded"
+            ),
+            StoreError::Quota(m) => write!(f, "storage quota exceeded: {m}"),
+            StoreError::Unavailable(m) => write!(f, "storage unavailable: {m}"),
+            StoreError::Corrupt(m) => write!(f, "stored data is corrupt: {m}"),
+            StoreError::Other(m) => write!(f, "storage error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Plans a commit made from `expected_version` against the `current` record. Refuses it with
+/// `Conflict` when the thread moved on, and when a tail rewrite does not name the stored tail.
+pub fn plan_commit(
+    current: &ThreadRecord,
+    stored_tail_id: Option<&str>,
+    expected_version: u64,
+    commit: &Commit,
+    now_ms: f64,
+) -> Result<CommitPlan, StoreError> {
+    if current.version != expected_version {
+        return Err(StoreError::Conflict {
+            expected: expected_version,
+            found: current.version,
+        });
+    }
+    let mut record = current.clone();
+    let mut rows = Vec::with_capacity(commit.append.len() + 1);
+    if let Some(tail) = &commit.replace_tail {
+        if stored_tail_id != Some(tail.id.as_str()) || record.message_count == 0 {
+            return Err(StoreError::Conflict {
+                expected: expected_version,
+                found: current.version,
+            });
+        }
+        rows.push(MessageRow {
+            seq: record.message_count,
+            json: tail.to_json_string(),
+        });
+    }
+    for m in &commit.append {
+        record.message_count += 1;
+        if record.title.is_none() && m.role == crate::thread::Role::User {
+            let text = m.text();
+            if !text.is_empty() {
+                record.title = Some(text.chars().take(80).collect());
+            }
+        }
+        rows.push(MessageRow {
+            seq: record.message_count,
+            json: m.to_json_string(),
+        });
+    }
+    record.version += 1;
+    record.schema_version = SCHEMA_VERSION;
+    record.updated_at = now_ms;
+    record.policies = commit.policies.clone();
+    record.run = commit.run.clone();
+    Ok(CommitPlan { record, rows })
+}
