@@ -1,0 +1,244 @@
+//! The model config as the app writes it in `Agent.open({ model: {...} })`:
+//! `{ provider, baseUrl, apiKey, model, maxTokens, temperature, stream, headers }`.
+//!
+//! The API key lives only in memory and in request headers: `Serialize` leaves it out (and
+//! any extra header that looks like a credential), and `Debug` redacts it.
+
+use super::error::ProviderError;
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+
+pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
+pub const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions and compatible servers (Ollama, vLLM, LM Studio).
+    #[serde(rename = "openai")]
+    OpenAi,
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// The offline deterministic model in [`super::demo`].
+    #[serde(rename = "demo")]
+    Demo,
+    /// A JS function supplied by the app; no HTTP request is built for it.
+    #[serde(rename = "custom")]
+    Custom,
+}
+
+#[derive(Clone, PartialEq, Deserialize)]
+#[serde(try_from = "RawModelConfig")]
+pub struct ModelConfig {
+    pub provider: ProviderKind,
+    /// As given; [`ModelConfig::endpoint`] appends the API path (and copes with trailing
+    /// slashes). `None`: the provider's public API.
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    /// Required for `openai` and `anthropic`; may be empty for `demo` and `custom`.
+    pub model: String,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+    /// Stream with SSE (the default) or ask for one JSON body.
+    pub stream: bool,
+    /// Extra request headers, in the order given; they replace default headers of the same name.
+    pub headers: Vec<(String, String)>,
+}
+
+/// The JS-facing shape, before the checks. Unknown keys are ignored.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawModelConfig {
+    provider: ProviderKind,
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    api_key: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    temperature: Option<f64>,
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    headers: Option<Map<String, Value>>,
+}
+
+impl TryFrom<RawModelConfig> for ModelConfig {
+    type Error = String;
+
+    fn try_from(raw: RawModelConfig) -> Result<Self, String> {
+        let mut headers = Vec::new();
+        for (name, value) in raw.headers.unwrap_or_default() {
+            let value = match value {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => return Err(format!("model.headers.{name} must be a string")),
+            };
+            headers.push((name, value));
+        }
+        let model = raw.model.map(|m| m.trim().to_owned()).unwrap_or_default();
+        let cfg = ModelConfig {
+            provider: raw.provider,
+            base_url: raw.base_url.filter(|b| !b.trim().is_empty()),
+            api_key: raw.api_key.filter(|k| !k.is_empty()),
+            model,
+            max_tokens: raw.max_tokens,
+            temperature: raw.temperature,
+            stream: raw.stream.unwrap_or(true),
+            headers,
+        };
+        cfg.validate().map_err(|e| match e {
+            ProviderError::InvalidConfig { message } => message,
+            other => other.to_string(),
+        })?;
+        Ok(cfg)
+    }
+}
+
+impl ModelConfig {
+    /// A config with the defaults: streaming on, no base URL, key or extra headers.
+    pub fn new(provider: ProviderKind, model: impl Into<String>) -> Self {
+        ModelConfig {
+            provider,
+            base_url: None,
+            api_key: None,
+            model: model.into(),
+            max_tokens: None,
+            temperature: None,
+            stream: true,
+            headers: Vec::new(),
+        }
+    }
+
+    /// Parses the JS-facing JSON shape.
+    pub fn from_json(json: &str) -> Result<Self, ProviderError> {
+        serde_json::from_str(json).map_err(|e| ProviderError::invalid_config(e.to_string()))
+    }
+
+    /// The checks a request needs; deserialization runs them too.
+    pub fn validate(&self) -> Result<(), ProviderError> {
+        let needs_model = matches!(
+            self.provider,
+            ProviderKind::OpenAi | ProviderKind::Anthropic
+        );
+        if needs_model && self.model.trim().is_empty() {
+            return Err(ProviderError::invalid_config(format!(
+                "`model` is required for provider \"{}\" (for example \"{}\")",
+                self.provider.as_str(),
+                match self.provider {
+                    ProviderKind::Anthropic => "claude-sonnet-4-5",
+                    _ => "gpt-4o-mini",
+                }
+            )));
+        }
+        if self.max_tokens == Some(0) {
+            return Err(ProviderError::invalid_config(
+                "`maxTokens` must be at least 1",
+            ));
+        }
+        if let Some(t) = self.temperature {
+            if !t.is_finite() || t < 0.0 {
+                return Err(ProviderError::invalid_config(
+                    "`temperature` must be a non-negative number",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The full URL requests go to: `baseUrl` (or the provider's default) plus the API path.
+    /// Trailing slashes are ignored, and a base that already ends with the path (or, for
+    /// Anthropic, with `/v1`) is not extended twice.
+    pub fn endpoint(&self) -> String {
+        let (default_base, path) = match self.provider {
+            ProviderKind::Anthropic => (ANTHROPIC_DEFAULT_BASE, "/v1/messages"),
+            _ => (OPENAI_DEFAULT_BASE, "/chat/completions"),
+        };
+        let base = self
+            .base_url
+            .as_deref()
+            .map(str::trim)
+            .unwrap_or(default_base);
+        let base = base.trim_end_matches('/');
+        if base.ends_with(path) {
+            return base.to_owned();
+        }
+        if self.provider == ProviderKind::Anthropic && base.ends_with("/v1") {
+            return format!("{base}/messages");
+        }
+        format!("{base}{path}")
+    }
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Demo => "demo",
+            ProviderKind::Custom => "custom",
+        }
+    }
+}
+
+/// Extra header names that carry credentials: never serialized.
+fn is_secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "authorization" | "proxy-authorization" | "cookie" | "x-api-key" | "api-key"
+    ) || n.contains("token")
+        || n.contains("secret")
+        || n.contains("key")
+}
+
+impl Serialize for ModelConfig {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("provider", &self.provider)?;
+        if let Some(b) = &self.base_url {
+            m.serialize_entry("baseUrl", b)?;
+        }
+        // `apiKey` is never written: keys must not reach storage.
+        m.serialize_entry("model", &self.model)?;
+        if let Some(n) = self.max_tokens {
+            m.serialize_entry("maxTokens", &n)?;
+        }
+        if let Some(t) = self.temperature {
+            m.serialize_entry("temperature", &t)?;
+        }
+        m.serialize_entry("stream", &self.stream)?;
+        let headers: Map<String, Value> = self
+            .headers
+            .iter()
+            .filter(|(n, _)| !is_secret_header(n))
+            .map(|(n, v)| (n.clone(), Value::String(v.clone())))
+            .collect();
+        if !headers.is_empty() {
+            m.serialize_entry("headers", &headers)?;
+        }
+        m.end()
+    }
+}
+
+impl fmt::Debug for ModelConfig {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("ModelConfig")
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("max_tokens", &self.max_tokens)
+            .field("temperature", &self.temperature)
+            .field("stream", &self.stream)
+            .field("headers", &header_names)
+            .finish()
+    }
+}

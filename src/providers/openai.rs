@@ -1,0 +1,332 @@
+//! OpenAI Chat Completions (`POST {base}/chat/completions`) and compatible servers.
+
+use super::error::{ProviderError, error_fields};
+use super::sse::SseEvent;
+use super::stream::{StreamDelta, ToolCallSlots};
+use super::{HttpRequest, OPENAI_DEFAULT_BASE};
+use super::{
+    ModelConfig, ToolDef, compact_json, count_at, header, str_at, usage, with_extra_headers,
+};
+use crate::engine::{ModelOutput, ModelToolCall};
+use crate::thread::{Message, MessageKind, Role, Usage};
+use serde_json::{Map, Value, json};
+
+pub(crate) fn build(
+    cfg: &ModelConfig,
+    instructions: Option<&str>,
+    history: &[Message],
+    tools: &[ToolDef],
+) -> HttpRequest {
+    let url = cfg.endpoint();
+    let mut body = Map::new();
+    body.insert("model".into(), json!(cfg.model));
+    body.insert(
+        "messages".into(),
+        Value::Array(messages(instructions, history)),
+    );
+    if !tools.is_empty() {
+        // An empty `tools` array is a 400 on OpenAI: leave the key out instead.
+        body.insert("tools".into(), tools.iter().map(tool).collect());
+    }
+    if let Some(n) = cfg.max_tokens {
+        // OpenAI's reasoning models refuse `max_tokens`; compatible servers mostly know only it.
+        let key = if url.starts_with(OPENAI_DEFAULT_BASE) {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body.insert(key.into(), json!(n));
+    }
+    if let Some(t) = cfg.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if cfg.stream {
+        body.insert("stream".into(), json!(true));
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
+    let accept = if cfg.stream {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let mut headers = vec![
+        header("Content-Type", "application/json"),
+        header("Accept", accept),
+    ];
+    if let Some(key) = &cfg.api_key {
+        headers.push(("Authorization".into(), format!("Bearer {key}")));
+    }
+    HttpRequest {
+        url,
+        headers: with_extra_headers(headers, cfg),
+        body: Value::Object(body).to_string(),
+    }
+}
+
+fn tool(t: &ToolDef) -> Value {
+    let mut f = Map::new();
+    f.insert("name".into(), json!(t.name));
+    if let Some(d) = &t.description {
+        f.insert("description".into(), json!(d));
+    }
+    f.insert("parameters".into(), t.schema());
+    for (k, v) in &t.extra {
+        f.insert(k.clone(), v.clone());
+    }
+    json!({ "type": "function", "function": f })
+}
+
+fn messages(instructions: Option<&str>, history: &[Message]) -> Vec<Value> {
+    let mut out = Vec::new();
+    if let Some(system) = instructions {
+        out.push(json!({ "role": "system", "content": system }));
+    }
+    for m in history {
+        let text = m.text();
+        match &m.kind {
+            MessageKind::ToolCall(entries) if !entries.is_empty() => {
+                let calls: Vec<Value> = entries
+                    .iter()
+                    .map(|e| {
+                        json!({
+                            "id": e.call_id,
+                            "type": "function",
+                            "function": { "name": e.name, "arguments": compact_json(&e.inputs) },
+                        })
+                    })
+                    .collect();
+                let content = if text.is_empty() {
+                    Value::Null
+                } else {
+                    json!(text)
+                };
+                out.push(json!({ "role": "assistant", "content": content, "tool_calls": calls }));
+            }
+            MessageKind::ToolCallResult(entries) => {
+                for e in entries {
+                    out.push(json!({
+                        "role": "tool",
+                        "tool_call_id": e.call_id,
+                        "content": e.result.as_deref().unwrap_or(""),
+                    }));
+                }
+            }
+            _ if text.is_empty() => {}
+            _ => {
+                let role = if m.role == Role::User {
+                    "user"
+                } else {
+                    "assistant"
+                };
+                out.push(json!({ "role": role, "content": text }));
+            }
+        }
+    }
+    out
+}
+
+pub(crate) fn parse(body: &str) -> Result<ModelOutput, ProviderError> {
+    let v: Value =
+        serde_json::from_str(body).map_err(|e| ProviderError::malformed("OpenAI response", e))?;
+    check_error(&v, None)?;
+    let choice = v
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| ProviderError::malformed("OpenAI response", "no `choices[0]`"))?;
+    let msg = choice.get("message").unwrap_or(&Value::Null);
+    let mut text = content_text(msg.get("content"));
+    if text.is_empty() {
+        text = str_at(msg, "refusal").to_owned();
+    }
+    let mut tool_calls = Vec::new();
+    for (i, tc) in msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let f = tc.get("function").unwrap_or(&Value::Null);
+        let id = match str_at(tc, "id") {
+            "" => format!("call_{i}"),
+            id => id.to_owned(),
+        };
+        let arguments = match f.get("arguments") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+            // Some compatible servers send the arguments as an object, not as JSON text.
+            Some(obj @ Value::Object(_)) => obj.to_string(),
+            _ => "{}".to_owned(),
+        };
+        tool_calls.push(ModelToolCall {
+            id,
+            name: str_at(f, "name").to_owned(),
+            arguments,
+        });
+    }
+    Ok(ModelOutput {
+        text,
+        tool_calls,
+        usage: v.get("usage").filter(|u| u.is_object()).map(parse_usage),
+        stop_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+/// `content` is a string, `null`, or (some servers) an array of `{type:"text", text}` parts.
+fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts.iter().map(|p| str_at(p, "text")).collect(),
+        _ => String::new(),
+    }
+}
+
+fn parse_usage(u: &Value) -> Usage {
+    usage(
+        count_at(u, &["prompt_tokens"]),
+        count_at(u, &["completion_tokens"]),
+        count_at(u, &["prompt_tokens_details", "cached_tokens"]),
+        count_at(u, &["completion_tokens_details", "reasoning_tokens"]),
+    )
+}
+
+/// An `{"error": {...}}` object where an answer was expected (also sent mid-stream).
+fn check_error(v: &Value, sse_event: Option<&str>) -> Result<(), ProviderError> {
+    let has_error = v.get("error").is_some_and(|e| !e.is_null());
+    if !has_error && sse_event != Some("error") {
+        return Ok(());
+    }
+    let (message, error_type) = error_fields(v);
+    Err(ProviderError::Stream {
+        error_type,
+        message: message.unwrap_or_else(|| v.to_string()),
+    })
+}
+
+/// Decodes `chat.completion.chunk` events.
+#[derive(Debug, Default)]
+pub struct OpenAiStream {
+    text: String,
+    calls: ToolCallSlots,
+    /// The current slot for each wire `index`, latest last.
+    slots: Vec<(u64, usize)>,
+    usage: Option<Usage>,
+    stop_reason: Option<String>,
+    done: bool,
+}
+
+impl OpenAiStream {
+    pub fn on_event(&mut self, ev: &SseEvent) -> Result<Vec<StreamDelta>, ProviderError> {
+        let data = ev.data.trim();
+        if self.done || data.is_empty() {
+            return Ok(Vec::new());
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(Vec::new());
+        }
+        let v: Value = serde_json::from_str(data)
+            .map_err(|e| ProviderError::malformed("OpenAI stream chunk", e))?;
+        check_error(&v, ev.event.as_deref())?;
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(parse_usage(u));
+        }
+        let mut out = Vec::new();
+        for choice in v
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            // One answer per request: further choices (`n` > 1) are not ours to merge.
+            if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+                continue;
+            }
+            let delta = choice.get("delta").unwrap_or(&Value::Null);
+            for key in ["content", "refusal"] {
+                if let Some(t) = delta
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    self.text.push_str(t);
+                    out.push(StreamDelta::Text(t.to_owned()));
+                }
+            }
+            for tc in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                self.on_tool_fragment(tc, &mut out);
+            }
+            if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.stop_reason = Some(r.to_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    fn on_tool_fragment(&mut self, tc: &Value, out: &mut Vec<StreamDelta>) {
+        let wire_index = tc.get("index").and_then(Value::as_u64);
+        let id = str_at(tc, "id");
+        let f = tc.get("function").unwrap_or(&Value::Null);
+        let name = str_at(f, "name");
+        let current = match wire_index {
+            Some(i) => self
+                .slots
+                .iter()
+                .rev()
+                .find(|(w, _)| *w == i)
+                .map(|(_, s)| *s),
+            None => self.calls.len().checked_sub(1),
+        };
+        // A new id at a known index is a new call: Ollama numbers every parallel call 0.
+        let same_call = |slot: usize| {
+            let known = self.calls.id(slot).unwrap_or("");
+            id.is_empty() || known.is_empty() || known == id
+        };
+        let slot = match current {
+            Some(slot) if same_call(slot) => {
+                self.calls.complete(slot, id, name);
+                slot
+            }
+            _ => {
+                let order = wire_index.unwrap_or(self.calls.len() as u64);
+                let (slot, started) = self.calls.start(order, id, name);
+                self.slots.push((order, slot));
+                out.push(started);
+                slot
+            }
+        };
+        if let Some(args) = f.get("arguments").and_then(Value::as_str) {
+            out.extend(self.calls.append(slot, args));
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.done
+    }
+
+    pub fn finish(self) -> Result<ModelOutput, ProviderError> {
+        if !self.done && self.stop_reason.is_none() {
+            return Err(ProviderError::Truncated {
+                detail: format!(
+                    "OpenAI stream closed without `finish_reason` or `[DONE]`, after {} \
+                     characters of text and {} tool call(s)",
+                    self.text.chars().count(),
+                    self.calls.len()
+                ),
+            });
+        }
+        Ok(ModelOutput {
+            text: self.text,
+            tool_calls: self.calls.into_calls(),
+            usage: self.usage,
+            stop_reason: self.stop_reason,
+        })
+    }
+}

@@ -1,0 +1,224 @@
+//! Streaming decoders: SSE events in, [`StreamDelta`]s out while the answer arrives, and the
+//! whole [`ModelOutput`] at the end.
+
+use super::anthropic::AnthropicStream;
+use super::config::ProviderKind;
+use super::error::ProviderError;
+use super::openai::OpenAiStream;
+use super::sse::{SseEvent, SseParser};
+use crate::engine::{ModelOutput, ModelToolCall};
+
+/// A piece of the answer as it streams. `index` is the tool call's position among this
+/// answer's tool calls (0, 1, ...), whatever numbering the provider uses on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamDelta {
+    Text(String),
+    ToolCallStarted {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    ToolCallArguments {
+        index: usize,
+        delta: String,
+    },
+}
+
+/// Decodes one provider's event stream.
+#[derive(Debug)]
+pub enum StreamDecoder {
+    OpenAi(OpenAiStream),
+    Anthropic(AnthropicStream),
+}
+
+impl StreamDecoder {
+    /// A decoder for `kind`; `demo` and `custom` have no wire format.
+    pub fn new(kind: ProviderKind) -> Result<Self, ProviderError> {
+        match kind {
+            ProviderKind::OpenAi => Ok(StreamDecoder::OpenAi(OpenAiStream::default())),
+            ProviderKind::Anthropic => Ok(StreamDecoder::Anthropic(AnthropicStream::default())),
+            other => Err(no_wire_format(other)),
+        }
+    }
+
+    /// Feeds one event. Events after the terminal one are ignored.
+    pub fn on_event(&mut self, ev: &SseEvent) -> Result<Vec<StreamDelta>, ProviderError> {
+        match self {
+            StreamDecoder::OpenAi(d) => d.on_event(ev),
+            StreamDecoder::Anthropic(d) => d.on_event(ev),
+        }
+    }
+
+    /// The terminal event (`[DONE]`, `message_stop`) was seen.
+    pub fn is_finished(&self) -> bool {
+        match self {
+            StreamDecoder::OpenAi(d) => d.is_finished(),
+            StreamDecoder::Anthropic(d) => d.is_finished(),
+        }
+    }
+
+    /// The assembled answer. Fails with a `network` error when the stream stopped before the
+    /// provider said the answer was complete (its terminal event or, failing that, its stop
+    /// reason, after which only usage can be missing).
+    pub fn finish(self) -> Result<ModelOutput, ProviderError> {
+        match self {
+            StreamDecoder::OpenAi(d) => d.finish(),
+            StreamDecoder::Anthropic(d) => d.finish(),
+        }
+    }
+}
+
+/// Bytes in, deltas out: an [`SseParser`] and a [`StreamDecoder`] together, for the driver's
+/// read loop (`push` every chunk, then `finish` when the body ends).
+#[derive(Debug)]
+pub struct ResponseStream {
+    parser: SseParser,
+    decoder: StreamDecoder,
+}
+
+impl ResponseStream {
+    pub fn new(kind: ProviderKind) -> Result<Self, ProviderError> {
+        Ok(ResponseStream {
+            parser: SseParser::new(),
+            decoder: StreamDecoder::new(kind)?,
+        })
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<StreamDelta>, ProviderError> {
+        let mut out = Vec::new();
+        for ev in self.parser.push(bytes) {
+            out.extend(self.decoder.on_event(&ev)?);
+        }
+        Ok(out)
+    }
+
+    /// True once the terminal event arrived: the driver may stop reading.
+    pub fn is_finished(&self) -> bool {
+        self.decoder.is_finished()
+    }
+
+    /// Call when the body ended; returns the deltas of a trailing event and the whole answer.
+    pub fn finish(mut self) -> Result<(Vec<StreamDelta>, ModelOutput), ProviderError> {
+        let mut last = Vec::new();
+        if let Some(ev) = self.parser.finish() {
+            last = self.decoder.on_event(&ev)?;
+        }
+        Ok((last, self.decoder.finish()?))
+    }
+}
+
+pub(crate) fn no_wire_format(kind: ProviderKind) -> ProviderError {
+    ProviderError::invalid_config(format!(
+        "provider \"{}\" has no HTTP wire format: {}",
+        kind.as_str(),
+        match kind {
+            ProviderKind::Demo => "the demo model runs in-process (providers::demo::respond)",
+            _ => "the custom provider calls the app's JS function",
+        }
+    ))
+}
+
+/// Tool calls being assembled from fragments, in the order they started.
+#[derive(Debug, Default)]
+pub(crate) struct ToolCallSlots {
+    calls: Vec<PendingCall>,
+}
+
+#[derive(Debug)]
+struct PendingCall {
+    /// The provider's position for the call (OpenAI `index`, Anthropic block index).
+    order: u64,
+    id: String,
+    name: String,
+    arguments: String,
+    /// Arguments to use when no fragment came (Anthropic's `input` in `content_block_start`).
+    fallback_arguments: Option<String>,
+}
+
+impl ToolCallSlots {
+    /// Opens a call; returns its slot and the delta announcing it.
+    pub fn start(&mut self, order: u64, id: &str, name: &str) -> (usize, StreamDelta) {
+        let index = self.calls.len();
+        self.calls.push(PendingCall {
+            order,
+            id: id.to_owned(),
+            name: name.to_owned(),
+            arguments: String::new(),
+            fallback_arguments: None,
+        });
+        (
+            index,
+            StreamDelta::ToolCallStarted {
+                index,
+                id: id.to_owned(),
+                name: name.to_owned(),
+            },
+        )
+    }
+
+    pub fn set_fallback_arguments(&mut self, slot: usize, args: String) {
+        if let Some(c) = self.calls.get_mut(slot) {
+            c.fallback_arguments = Some(args);
+        }
+    }
+
+    pub fn id(&self, slot: usize) -> Option<&str> {
+        self.calls.get(slot).map(|c| c.id.as_str())
+    }
+
+    /// Fills in an id or a name that arrived after the call opened; the first value wins
+    /// (OpenAI sends each once; some compatible servers repeat them with every fragment).
+    pub fn complete(&mut self, slot: usize, id: &str, name: &str) {
+        if let Some(c) = self.calls.get_mut(slot) {
+            if c.id.is_empty() {
+                c.id = id.to_owned();
+            }
+            if c.name.is_empty() {
+                c.name = name.to_owned();
+            }
+        }
+    }
+
+    pub fn append(&mut self, slot: usize, fragment: &str) -> Option<StreamDelta> {
+        let c = self.calls.get_mut(slot)?;
+        if fragment.is_empty() {
+            return None;
+        }
+        c.arguments.push_str(fragment);
+        Some(StreamDelta::ToolCallArguments {
+            index: slot,
+            delta: fragment.to_owned(),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// The finished calls in the provider's order. A call without an id gets `call_<n>`; one
+    /// without arguments gets `{}`.
+    pub fn into_calls(self) -> Vec<ModelToolCall> {
+        let mut calls: Vec<(usize, PendingCall)> = self.calls.into_iter().enumerate().collect();
+        calls.sort_by_key(|(slot, c)| (c.order, *slot));
+        calls
+            .into_iter()
+            .map(|(slot, c)| {
+                let arguments = if !c.arguments.trim().is_empty() {
+                    c.arguments
+                } else {
+                    c.fallback_arguments.unwrap_or_else(|| "{}".to_owned())
+                };
+                let id = if c.id.is_empty() {
+                    format!("call_{slot}")
+                } else {
+                    c.id
+                };
+                ModelToolCall {
+                    id,
+                    name: c.name,
+                    arguments,
+                }
+            })
+            .collect()
+    }
+}
