@@ -1,0 +1,891 @@
+//! The IndexedDB thread store in headless Chromium: the same semantics as the memory store
+//! (versions, conflicts, tail rewrites, paging), durability across reopening, two handles on
+//! one database (two tabs), and a 100,000-message thread.
+//!
+//! Run: `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
+//! CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=180 cargo test
+//! --target wasm32-unknown-unknown --test browser_store` (add `-- --nocapture` for timings).
+#![cfg(target_arch = "wasm32")]
+
+use gatehouse::engine::{CallResult, Commit, RunJournal, ToolPolicies, ToolPolicy};
+use gatehouse::store::{IndexedDbStore, MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord};
+use gatehouse::thread::{Message, MessageId, ToolEntry};
+use indexed_db_futures::database::Database;
+use indexed_db_futures::prelude::*;
+use indexed_db_futures::transaction::TransactionMode;
+use std::rc::Rc;
+use wasm_bindgen::JsValue;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+// ---------------------------------------------------------------------------------------
+// helpers
+
+fn db_name(tag: &str) -> String {
+    format!(
+        "gatehouse-test-{tag}-{}",
+        (js_sys::Math::random() * 1e15) as u64
+    )
+}
+
+async fn open(name: &str) -> IndexedDbStore {
+    IndexedDbStore::open(name).await.expect("open")
+}
+
+/// Deletes the database after the handles on it are dropped.
+async fn cleanup(name: &str) {
+    IndexedDbStore::delete_database(name)
+        .await
+        .expect("delete database");
+}
+
+fn msg(n: u64, text: &str) -> Message {
+    Message::user_text(MessageId::from_number(n), text)
+}
+
+fn append(msgs: Vec<Message>) -> Commit {
+    Commit {
+        replace_tail: None,
+        append: msgs,
+        run: None,
+        policies: ToolPolicies::new(),
+    }
+}
+
+fn seqs(rows: &[gatehouse::store::MessageRow]) -> Vec<u64> {
+    rows.iter().map(|r| r.seq).collect()
+}
+
+/// `performance.now()` (5 µs resolution on the cross-origin-isolated test page).
+fn now() -> f64 {
+    let perf = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("performance"))
+        .expect("performance");
+    let f: js_sys::Function = js_sys::Reflect::get(&perf, &JsValue::from_str("now"))
+        .expect("performance.now")
+        .into();
+    f.call0(&perf).expect("now()").as_f64().unwrap_or(0.0)
+}
+
+/// A raw connection (no version: whatever the store created) for poking at stored values.
+async fn raw(name: &str) -> Database {
+    Database::open(name).await.expect("raw open")
+}
+
+async fn raw_get(db: &Database, store: &str, key: JsValue) -> Option<JsValue> {
+    let tx = db.transaction(store).build().expect("tx");
+    let s = tx.object_store(store).expect("store");
+    s.get::<JsValue, JsValue, _>(indexed_db_futures::KeyRange::Only(key))
+        .primitive()
+        .expect("get")
+        .await
+        .expect("get result")
+}
+
+async fn raw_put(db: &Database, store: &str, value: JsValue) {
+    let tx = db
+        .transaction(store)
+        .with_mode(TransactionMode::Readwrite)
+        .build()
+        .expect("tx");
+    {
+        let s = tx.object_store(store).expect("store");
+        drop(s.put(value).primitive().expect("put"));
+    }
+    tx.commit().await.expect("commit");
+}
+
+fn row_key(thread: &str, seq: f64) -> JsValue {
+    js_sys::Array::of2(&JsValue::from_str(thread), &JsValue::from_f64(seq)).into()
+}
+
+fn json(text: &str) -> JsValue {
+    js_sys::JSON::parse(text).expect("json")
+}
+
+fn stringify(v: &JsValue) -> String {
+    js_sys::JSON::stringify(v)
+        .expect("stringify")
+        .as_string()
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------
+// semantics (mirrors tests/store_memory.rs)
+
+#[wasm_bindgen_test]
+async fn a_new_thread_has_version_zero_and_no_tail() {
+    let name = db_name("new");
+    let s = open(&name).await;
+    let snap = s.load("a", 1.0).await.unwrap();
+    assert_eq!(snap.record, ThreadRecord::new("a", 1.0));
+    assert_eq!(snap.record.version, 0);
+    assert!(snap.tail.is_none());
+    assert!(s.list().await.unwrap().is_empty(), "loading writes nothing");
+    assert!(s.page("a", None, 10).await.unwrap().is_empty());
+    drop(s);
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn append_then_load_returns_the_record_and_the_tail() {
+    let name = db_name("append");
+    let s = open(&name).await;
+    let r1 = s
+        .commit("a", 0, &append(vec![msg(1, "hello"), msg(2, "world")]), 5.0)
+        .await
+        .unwrap();
+    assert_eq!((r1.version, r1.message_count), (1, 2));
+    assert_eq!(r1.title.as_deref(), Some("hello"));
+    assert_eq!((r1.created_at, r1.updated_at), (5.0, 5.0));
+    assert_eq!(r1.schema_version, SCHEMA_VERSION);
+    let snap = s.load("a", 9.0).await.unwrap();
+    assert_eq!(snap.record, r1);
+    assert_eq!(snap.tail, Some(msg(2, "world")));
+    let r2 = s
+        .commit("a", 1, &append(vec![msg(3, "again")]), 6.0)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r2.version, r2.message_count, r2.created_at, r2.updated_at),
+        (2, 3, 5.0, 6.0)
+    );
+    assert_eq!(s.load("a", 9.0).await.unwrap().tail, Some(msg(3, "again")));
+    drop(s);
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn a_stale_commit_is_a_conflict_and_writes_nothing() {
+    let name = db_name("conflict");
+    let s = open(&name).await;
+    s.commit("a", 0, &append(vec![msg(1, "hello")]), 1.0)
+        .await
+        .unwrap();
+    s.commit("a", 1, &append(vec![msg(2, "second")]), 2.0)
+        .await
+        .unwrap();
+    let mut stale = append(vec![msg(3, "stale"), msg(4, "stale too")]);
+    stale.policies.insert(
+        "search".into(),
+        ToolPolicy {
+            enabled: Some(false),
+            auto_approve: None,
+        },
+    );
+    let e = s.commit("a", 1, &stale, 3.0).await.unwrap_err();
+    assert_eq!(
+        e,
+        StoreError::Conflict {
+            expected: 1,
+            found: 2
+        }
+    );
+    assert_eq!(e.code(), "conflict");
+    let snap = s.load("a", 4.0).await.unwrap();
+    assert_eq!((snap.record.version, snap.record.message_count), (2, 2));
+    assert_eq!(snap.record.updated_at, 2.0);
+    assert!(snap.record.policies.is_empty());
+    assert_eq!(snap.tail.unwrap().text(), "second");
+    assert_eq!(seqs(&s.page("a", None, 10).await.unwrap()), vec![1, 2]);
+    // No row was written past the tail either.
+    let db = raw(&name).await;
+    assert!(raw_get(&db, "messages", row_key("a", 3.0)).await.is_none());
+    db.close();
+    // A commit from a version a thread never had, on a thread that does not exist.
+    assert!(matches!(
+        s.commit("b", 4, &append(vec![msg(1, "x")]), 5.0).await,
+        Err(StoreError::Conflict {
+            expected: 4,
+            found: 0
+        })
+    ));
+    assert_eq!(s.list().await.unwrap().len(), 1);
+    drop(s);
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn two_handles_on_one_database_are_two_tabs() {
+    let name = db_name("tabs");
+    let tab_a = open(&name).await;
+    let tab_b = open(&name).await;
+    tab_a
+        .commit("t", 0, &append(vec![msg(1, "hello")]), 1.0)
+        .await
+        .unwrap();
+    let seen_by_b = tab_b.load("t", 2.0).await.unwrap();
+    assert_eq!(seen_by_b.record.version, 1);
+    tab_b
+        .commit("t", 1, &append(vec![msg(2, "from tab B")]), 2.0)
+        .await
+        .unwrap();
+    // Tab A still holds version 1.
+    let e = tab_a
+        .commit("t", 1, &append(vec![msg(3, "from tab A")]), 3.0)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e,
+        StoreError::Conflict {
+            expected: 1,
+            found: 2
+        }
+    );
+    // Reloading gives tab A the new view, and its retry lands.
+    let fresh = tab_a.load("t", 4.0).await.unwrap();
+    assert_eq!(fresh.tail.unwrap().text(), "from tab B");
+    tab_a
+        .commit(
+            "t",
+            fresh.record.version,
+            &append(vec![msg(3, "from tab A")]),
+            5.0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        seqs(&tab_b.page("t", None, 10).await.unwrap()),
+        vec![1, 2, 3]
+    );
+    drop((tab_a, tab_b));
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn two_tabs_committing_at_once_cannot_both_win() {
+    let name = db_name("race");
+    let a = Rc::new(open(&name).await);
+    let b = Rc::new(open(&name).await);
+    let start = |s: Rc<IndexedDbStore>, text: &'static str| {
+        wasm_bindgen_futures::future_to_promise(async move {
+            let r = s.commit("t", 0, &append(vec![msg(1, text)]), 1.0).await;
+            Ok(JsValue::from_str(match r {
+                Ok(_) => "ok",
+                Err(StoreError::Conflict { .. }) => "conflict",
+                Err(_) => "error",
+            }))
+        })
+    };
+    // Both transactions are queued before either runs.
+    let pa = start(a.clone(), "A");
+    let pb = start(b.clone(), "B");
+    let all =
+        wasm_bindgen_futures::JsFuture::from(js_sys::Promise::all(&js_sys::Array::of2(&pa, &pb)))
+            .await
+            .unwrap();
+    let mut outcomes: Vec<String> = js_sys::Array::from(&all)
+        .iter()
+        .filter_map(|v| v.as_string())
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, vec!["conflict", "ok"]);
+    let snap = a.load("t", 2.0).await.unwrap();
+    assert_eq!((snap.record.version, snap.record.message_count), (1, 1));
+    drop((a, b));
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn a_tail_rewrite_keeps_the_seq_and_must_name_the_stored_tail() {
+    let name = db_name("tail");
+    let s = open(&name).await;
+    s.commit("a", 0, &append(vec![msg(1, "one"), msg(2, "two")]), 1.0)
+        .await
+        .unwrap();
+    let mut c = append(vec![]);
+    c.replace_tail = Some(msg(2, "two, edited"));
+    c.run = Some(RunJournal::new(MessageId::from_number(2)));
+    let r = s.commit("a", 1, &c, 2.0).await.unwrap();
+    assert_eq!((r.version, r.message_count), (2, 2));
+    assert!(r.run.is_some());
+    assert_eq!(
+        s.load("a", 3.0).await.unwrap().tail.unwrap().text(),
+        "two, edited"
+    );
+    assert_eq!(
+        s.page("a", None, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.seq, r.message().unwrap().text()))
+            .collect::<Vec<_>>(),
+        vec![(1, "one".to_owned()), (2, "two, edited".to_owned())]
+    );
+    // A rewrite plus appends: the tail in place, the new ones after it.
+    let mut c = append(vec![msg(3, "three")]);
+    c.replace_tail = Some(msg(2, "two, final"));
+    let r = s.commit("a", 2, &c, 4.0).await.unwrap();
+    assert_eq!((r.version, r.message_count), (3, 3));
+    assert_eq!(
+        s.page("a", Some(3), 10).await.unwrap()[1]
+            .message()
+            .unwrap()
+            .text(),
+        "two, final"
+    );
+    // Naming a message that is not the tail.
+    let mut wrong = append(vec![]);
+    wrong.replace_tail = Some(msg(1, "not the tail"));
+    assert!(matches!(
+        s.commit("a", 3, &wrong, 5.0).await,
+        Err(StoreError::Conflict { .. })
+    ));
+    // Rewriting the tail of an empty thread.
+    let mut empty = append(vec![]);
+    empty.replace_tail = Some(msg(1, "nothing to rewrite"));
+    assert!(matches!(
+        s.commit("b", 0, &empty, 5.0).await,
+        Err(StoreError::Conflict { .. })
+    ));
+    let snap = s.load("a", 6.0).await.unwrap();
+    assert_eq!((snap.record.version, snap.record.message_count), (3, 3));
+    assert_eq!(snap.tail.unwrap().text(), "three");
+    assert_eq!(
+        s.page("a", None, 10).await.unwrap()[0]
+            .message()
+            .unwrap()
+            .text(),
+        "one"
+    );
+    drop(s);
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn pages_read_backwards_from_the_tail_oldest_first() {
+    let name = db_name("page");
+    let s = open(&name).await;
+    let msgs: Vec<Message> = (1..=25).map(|i| msg(i, &format!("m{i}"))).collect();
+    s.commit("a", 0, &append(msgs), 1.0).await.unwrap();
+    // Another thread's rows sort right after this one's: they must not leak in.
+    s.commit("a2", 0, &append(vec![msg(100, "other")]), 1.0)
+        .await
+        .unwrap();
+    s.commit("", 0, &append(vec![msg(101, "empty id")]), 1.0)
+        .await
+        .unwrap();
+    let last = s.page("a", None, 10).await.unwrap();
+    assert_eq!(seqs(&last), (16..=25).collect::<Vec<_>>());
+    assert_eq!(last[0].message().unwrap().text(), "m16");
+    assert_eq!(last[9].message().unwrap(), msg(25, "m25"));
+    let before = s.page("a", Some(16), 10).await.unwrap();
+    assert_eq!(seqs(&before), (6..=15).collect::<Vec<_>>());
+    let first = s.page("a", Some(6), 10).await.unwrap();
+    assert_eq!(seqs(&first), (1..=5).collect::<Vec<_>>());
+    assert_eq!(s.page("a", Some(3), 10).await.unwrap().len(), 2);
+    assert_eq!(s.page("a", Some(1), 10).await.unwrap().len(), 0);
+    assert_eq!(s.page("a", Some(0), 10).await.unwrap().len(), 0);
+    assert_eq!(s.page("a", None, 0).await.unwrap().len(), 0);
+    // Past the tail: clamped to the tail, like the memory store.
+    assert_eq!(
+        seqs(&s.page("a", Some(1000), 3).await.unwrap()),
+        vec![23, 24, 25]
+    );
+    assert_eq!(seqs(&s.page("a", None, 1000).await.unwrap()).len(), 25);
+    assert!(s.page("nope", None, 10).await.unwrap().is_empty());
+    assert_eq!(seqs(&s.page("a2", None, 10).await.unwrap()), vec![1]);
+    drop(s);
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn list_and_delete() {
+    let name = db_name("list");
+    let s = open(&name).await;
+    for (i, id) in ["b", "a", "c"].iter().enumerate() {
+        s.commit(id, 0, &append(vec![msg(1, id), msg(2, "x")]), i as f64)
+            .await
+            .unwrap();
+    }
+    let ids = |v: Vec<ThreadRecord>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    assert_eq!(ids(s.list().await.unwrap()), vec!["a", "b", "c"]);
+    s.delete("b").await.unwrap();
+    assert_eq!(ids(s.list().await.unwrap()), vec!["a", "c"]);
+    let gone = s.load("b", 10.0).await.unwrap();
+    assert_eq!(gone.record, ThreadRecord::new("b", 10.0));
+    assert!(gone.tail.is_none());
+    assert!(s.page("b", None, 10).await.unwrap().is_empty());
+    // Its rows are gone too, the neighbours' are not.
+    let db = raw(&name).await;
+    assert!(raw_get(&db, "messages", row_key("b", 1.0)).await.is_none());
+    assert!(raw_get(&db, "messages", row_key("a", 2.0)).await.is_some());
+    assert!(raw_get(&db, "messages", row_key("c", 1.0)).await.is_some());
+    db.close();
+    // A deleted thread starts again at version 0; deleting twice is fine.
+    s.delete("b").await.unwrap();
+    let r = s
+        .commit("b", 0, &append(vec![msg(7, "again")]), 11.0)
+        .await
+        .unwrap();
+    assert_eq!((r.version, r.message_count, r.created_at), (1, 1, 11.0));
+    drop(s);
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn reopening_the_database_keeps_everything() {
+    let name = db_name("reload");
+    let s = open(&name).await;
+    let mut c = append(vec![msg(1, "before the reload"), msg(2, "tail")]);
+    c.policies.insert(
+        "search".into(),
+        ToolPolicy {
+            enabled: None,
+            auto_approve: Some(true),
+        },
+    );
+    let written = s.commit("a", 0, &c, 1.0).await.unwrap();
+    let page_before = s.page("a", None, 10).await.unwrap();
+    drop(s); // closes the connection: a page reload
+    let s = open(&name).await;
+    let snap = s.load("a", 99.0).await.unwrap();
+    assert_eq!(snap.record, written);
+    assert_eq!(snap.tail, Some(msg(2, "tail")));
+    assert_eq!(s.page("a", None, 10).await.unwrap(), page_before);
+    assert_eq!(s.list().await.unwrap(), vec![written]);
+    // And it is still writable from the version it had.
+    s.commit("a", 1, &append(vec![msg(3, "after")]), 2.0)
+        .await
+        .unwrap();
+    drop(s);
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn policies_and_the_run_journal_round_trip() {
+    let name = db_name("journal");
+    let s = open(&name).await;
+    let call = Message::tool_call(
+        MessageId::from_number(2),
+        "let me look",
+        vec![
+            ToolEntry::new("toolu_01", "search"),
+            ToolEntry::new("toolu_02", "delete_logs"),
+        ],
+    );
+    let mut c = append(vec![msg(1, "Clean up the old logs"), call.clone()]);
+    c.policies.insert(
+        "search".into(),
+        ToolPolicy {
+            enabled: Some(true),
+            auto_approve: Some(true),
+        },
+    );
+    c.policies.insert(
+        "delete_logs".into(),
+        ToolPolicy {
+            enabled: Some(false),
+            auto_approve: None,
+        },
+    );
+    let mut run = RunJournal::new(MessageId::from_number(2));
+    run.results.push(CallResult {
+        call_id: "toolu_02".into(),
+        result: "TOOL NOT EXECUTED. \"quoted\", ünïcødé, 🚀".into(),
+    });
+    run.started = Some("toolu_01".into());
+    c.run = Some(run.clone());
+    let r = s.commit("t", 0, &c, 1.0).await.unwrap();
+    let snap = s.load("t", 2.0).await.unwrap();
+    assert_eq!(snap.record, r);
+    assert_eq!(snap.record.policies, c.policies);
+    assert_eq!(snap.record.run, Some(run));
+    assert_eq!(snap.tail, Some(call));
+    assert_eq!(snap.state().policies, c.policies);
+    // Clearing the journal and a policy.
+    let mut c2 = append(vec![]);
+    c2.policies = c.policies.clone();
+    c2.policies.remove("delete_logs");
+    let r2 = s.commit("t", 1, &c2, 3.0).await.unwrap();
+    let snap = s.load("t", 4.0).await.unwrap();
+    assert_eq!(snap.record, r2);
+    assert!(snap.record.run.is_none());
+    assert_eq!(snap.record.policies.len(), 1);
+    drop(s);
+    cleanup(&name).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// stored shape, later schema versions, damage, refusals
+
+#[wasm_bindgen_test]
+async fn the_stored_shape_is_the_documented_one() {
+    let name = db_name("shape");
+    let s = open(&name).await;
+    let m = msg(1, "hello");
+    s.commit("a", 0, &append(vec![m.clone()]), 1.0)
+        .await
+        .unwrap();
+    let db = raw(&name).await;
+    assert_eq!(db.version(), 1.0);
+    let record = raw_get(&db, "threads", JsValue::from_str("a"))
+        .await
+        .unwrap();
+    assert_eq!(
+        stringify(&record),
+        r#"{"id":"a","schemaVersion":1,"version":1,"createdAt":1,"updatedAt":1,"messageCount":1,"title":"hello","policies":{},"run":null}"#
+    );
+    let row = raw_get(&db, "messages", row_key("a", 1.0)).await.unwrap();
+    let seq = js_sys::Reflect::get(&row, &JsValue::from_str("seq")).unwrap();
+    assert!(seq.as_f64().is_some(), "seq is a number, not a BigInt");
+    assert_eq!(
+        stringify(&row),
+        format!(
+            r#"{{"thread":"a","seq":1,"json":{}}}"#,
+            serde_json::to_string(&m.to_json_string()).unwrap()
+        )
+    );
+    db.close();
+    drop(s);
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn a_record_of_a_later_schema_version_is_read_for_the_fields_we_know() {
+    let name = db_name("future");
+    let s = open(&name).await;
+    let db = raw(&name).await;
+    raw_put(
+        &db,
+        "threads",
+        json(
+            r#"{"id":"f","schemaVersion":7,"version":4,"createdAt":10,"updatedAt":20,
+                "messageCount":1,"title":"from the future","policies":{"search":{"enabled":false,"colour":"blue"}},
+                "run":null,"labels":["x"],"archived":{"at":30}}"#,
+        ),
+    )
+    .await;
+    raw_put(
+        &db,
+        "messages",
+        json(&format!(
+            r#"{{"thread":"f","seq":1,"json":{},"extra":true}}"#,
+            serde_json::to_string(&msg(1, "future tail").to_json_string()).unwrap()
+        )),
+    )
+    .await;
+    // Fields left out by an older writer take their defaults.
+    raw_put(
+        &db,
+        "threads",
+        json(r#"{"id":"old","schemaVersion":1,"version":1,"createdAt":1,"updatedAt":1,"messageCount":0}"#),
+    )
+    .await;
+    db.close();
+    let snap = s.load("f", 0.0).await.unwrap();
+    assert_eq!(snap.record.schema_version, 7);
+    assert_eq!((snap.record.version, snap.record.message_count), (4, 1));
+    assert_eq!(snap.record.title.as_deref(), Some("from the future"));
+    assert_eq!(snap.record.policies["search"].enabled, Some(false));
+    assert_eq!(snap.tail.unwrap().text(), "future tail");
+    let old = s.load("old", 0.0).await.unwrap().record;
+    assert!(old.policies.is_empty() && old.run.is_none() && old.title.is_none());
+    assert_eq!(s.list().await.unwrap().len(), 2);
+    drop(s);
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn damaged_data_is_corrupt_not_a_panic() {
+    let name = db_name("corrupt");
+    let s = open(&name).await;
+    s.commit("a", 0, &append(vec![msg(1, "fine"), msg(2, "tail")]), 1.0)
+        .await
+        .unwrap();
+    let db = raw(&name).await;
+    raw_put(
+        &db,
+        "messages",
+        json(r#"{"thread":"a","seq":2,"json":"{not json"}"#),
+    )
+    .await;
+    raw_put(&db, "threads", json(r#"{"id":"bad","version":"three"}"#)).await;
+    raw_put(
+        &db,
+        "threads",
+        json(r#"{"id":"hole","schemaVersion":1,"version":1,"createdAt":1,"updatedAt":1,"messageCount":3}"#),
+    )
+    .await;
+    db.close();
+    assert!(matches!(
+        s.load("a", 0.0).await,
+        Err(StoreError::Corrupt(_))
+    ));
+    assert!(matches!(
+        s.load("bad", 0.0).await,
+        Err(StoreError::Corrupt(_))
+    ));
+    assert!(matches!(
+        s.load("hole", 0.0).await,
+        Err(StoreError::Corrupt(_))
+    ));
+    // Pages hand rows out as text, like the memory store; the bad one fails when parsed.
+    let rows = s.page("a", None, 5).await.unwrap();
+    assert_eq!(seqs(&rows), vec![1, 2]);
+    assert!(matches!(rows[1].message(), Err(StoreError::Corrupt(_))));
+    assert!(matches!(
+        s.page("hole", None, 5).await,
+        Err(StoreError::Corrupt(_))
+    ));
+    assert!(matches!(s.list().await, Err(StoreError::Corrupt(_))));
+    // The first row is still readable, and an unreadable tail cannot be "rewritten".
+    assert_eq!(seqs(&s.page("a", Some(2), 5).await.unwrap()), vec![1]);
+    let mut c = append(vec![]);
+    c.replace_tail = Some(msg(2, "fixed"));
+    assert!(matches!(
+        s.commit("a", 1, &c, 2.0).await,
+        Err(StoreError::Conflict { .. })
+    ));
+    drop(s);
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn a_database_from_a_later_release_is_unavailable() {
+    let name = db_name("newer");
+    let newer = Database::open(name.as_str())
+        .with_version(2u32)
+        .await
+        .expect("open v2");
+    newer.close();
+    let e = IndexedDbStore::open(&name).await.unwrap_err();
+    assert!(
+        matches!(&e, StoreError::Unavailable(m) if m.contains("VersionError")),
+        "{e:?}"
+    );
+    assert!(e.retryable());
+    cleanup(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn deleting_the_database_closes_open_handles() {
+    let name = db_name("closing");
+    let s = open(&name).await;
+    s.commit("a", 0, &append(vec![msg(1, "hi")]), 1.0)
+        .await
+        .unwrap();
+    // Another tab deletes the database while this handle is open: it must not block.
+    cleanup(&name).await;
+    let e = s.load("a", 2.0).await.unwrap_err();
+    assert!(matches!(&e, StoreError::Unavailable(_)), "{e:?}");
+    drop(s);
+    let s = open(&name).await;
+    assert_eq!(s.load("a", 3.0).await.unwrap().record.version, 0);
+    drop(s);
+    cleanup(&name).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// the memory store and IndexedDB write the same data
+
+#[wasm_bindgen_test]
+async fn the_memory_store_and_indexeddb_write_the_same_data() {
+    let name = db_name("same");
+    MemoryStore::drop_database(&name);
+    let mem = MemoryStore::open(&name);
+    let idb = open(&name).await;
+
+    let mut steps: Vec<(&str, u64, Commit)> = Vec::new();
+    let mut c = append(vec![msg(1, "Find the report"), msg(2, "Sure.")]);
+    c.policies.insert(
+        "search".into(),
+        ToolPolicy {
+            enabled: Some(false),
+            auto_approve: None,
+        },
+    );
+    steps.push(("a", 0, c.clone()));
+    let call = Message::tool_call(
+        MessageId::from_number(3),
+        "",
+        vec![ToolEntry::new("toolu_01", "search")],
+    );
+    let mut c2 = append(vec![call.clone()]);
+    c2.policies = c.policies.clone();
+    c2.run = Some(RunJournal::new(MessageId::from_number(3)));
+    steps.push(("a", 1, c2.clone()));
+    let mut c3 = c2.clone();
+    c3.append.clear();
+    let mut edited = call.clone();
+    edited.set_meta("note", serde_json::json!({"z": 1, "a": [true, null]}));
+    c3.replace_tail = Some(edited);
+    let mut journal = RunJournal::new(MessageId::from_number(3));
+    journal.record("toolu_01", "found it".into());
+    c3.run = Some(journal);
+    steps.push(("a", 2, c3.clone()));
+    steps.push(("a", 2, append(vec![msg(9, "stale")]))); // conflict
+    let mut wrong = append(vec![]);
+    wrong.replace_tail = Some(msg(2, "not the tail"));
+    steps.push(("a", 3, wrong)); // conflict
+    let result = Message::tool_call_result(
+        MessageId::from_number(4),
+        vec![ToolEntry::new("toolu_01", "search")],
+    );
+    let mut c4 = append(vec![
+        result,
+        Message::assistant_text(MessageId::from_number(5), "Here."),
+    ]);
+    c4.policies = c.policies.clone();
+    steps.push(("a", 3, c4));
+    steps.push(("b", 0, append(vec![msg(10, "another thread")])));
+    steps.push(("b", 7, append(vec![msg(11, "stale")]))); // conflict
+    steps.push(("c", 0, append(vec![]))); // a record without messages
+
+    for (i, (thread, version, commit)) in steps.iter().enumerate() {
+        let now = 1000.0 + i as f64;
+        let m = mem.commit(thread, *version, commit, now);
+        let d = idb.commit(thread, *version, commit, now).await;
+        assert_eq!(m, d, "step {i}");
+    }
+    assert_eq!(mem.list(), idb.list().await.unwrap());
+    for thread in ["a", "b", "c", "missing"] {
+        assert_eq!(
+            mem.load(thread, 5.0).unwrap(),
+            idb.load(thread, 5.0).await.unwrap(),
+            "{thread}"
+        );
+        for (before, limit) in [
+            (None, 100),
+            (None, 2),
+            (Some(3), 1),
+            (Some(2), 5),
+            (Some(50), 2),
+        ] {
+            assert_eq!(
+                mem.page(thread, before, limit).unwrap(),
+                idb.page(thread, before, limit).await.unwrap(),
+                "{thread} {before:?} {limit}"
+            );
+        }
+    }
+    mem.delete("b");
+    idb.delete("b").await.unwrap();
+    assert_eq!(mem.list(), idb.list().await.unwrap());
+    MemoryStore::drop_database(&name);
+    drop(idb);
+    cleanup(&name).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// a long thread: load stays O(1), paging O(limit)
+
+async fn time_loads(s: &IndexedDbStore, thread: &str, runs: usize) -> (f64, f64) {
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t0 = now();
+        let snap = s.load(thread, 0.0).await.unwrap();
+        times.push(now() - t0);
+        assert!(snap.tail.is_some());
+    }
+    let first = times[0];
+    times.sort_by(f64::total_cmp);
+    (first, times[times.len() / 2])
+}
+
+#[wasm_bindgen_test]
+async fn a_100k_message_thread_loads_its_tail_and_pages_without_scanning() {
+    const TOTAL: u64 = 100_000;
+    const BATCH: u64 = 10_000;
+    let name = db_name("long");
+    let s = open(&name).await;
+
+    let short: Vec<Message> = (1..=10).map(|i| msg(i, &format!("short {i}"))).collect();
+    s.commit("short", 0, &append(short), 1.0).await.unwrap();
+
+    let t_write = now();
+    let mut version = 0;
+    for b in 0..TOTAL / BATCH {
+        let msgs: Vec<Message> = (b * BATCH + 1..=(b + 1) * BATCH)
+            .map(|i| msg(i, &format!("message number {i} of the long thread")))
+            .collect();
+        let t0 = now();
+        let r = s
+            .commit("long", version, &append(msgs), b as f64)
+            .await
+            .unwrap();
+        if b == 0 || b + 1 == TOTAL / BATCH {
+            console_log!(
+                "commit of {BATCH} messages (batch {}): {:.0} ms",
+                b + 1,
+                now() - t0
+            );
+        }
+        version = r.version;
+    }
+    console_log!(
+        "wrote {TOTAL} messages in {} commits: {:.0} ms",
+        TOTAL / BATCH,
+        now() - t_write
+    );
+
+    let snap = s.load("long", 0.0).await.unwrap();
+    assert_eq!(snap.record.message_count, TOTAL);
+    assert_eq!(snap.record.version, TOTAL / BATCH);
+    assert_eq!(
+        snap.tail,
+        Some(msg(
+            TOTAL,
+            &format!("message number {TOTAL} of the long thread")
+        ))
+    );
+    let t0 = now();
+    let last = s.page("long", None, 20).await.unwrap();
+    let t_page = now() - t0;
+    assert_eq!(seqs(&last), (99_981..=100_000).collect::<Vec<_>>());
+    assert_eq!(
+        last[0].message().unwrap().text(),
+        "message number 99981 of the long thread"
+    );
+    let t0 = now();
+    let middle = s.page("long", Some(50_001), 20).await.unwrap();
+    let t_mid = now() - t0;
+    assert_eq!(seqs(&middle), (49_981..=50_000).collect::<Vec<_>>());
+
+    // A typical commit (one message) costs the same on both threads: medians of 5 each,
+    // alternating (the first small write after the bulk ones may wait for a flush).
+    let (mut short_v, mut long_v) = (1, TOTAL / BATCH);
+    let (mut t_short, mut t_long) = (Vec::new(), Vec::new());
+    for i in 0..5 {
+        for (thread, v, times) in [
+            ("short", &mut short_v, &mut t_short),
+            ("long", &mut long_v, &mut t_long),
+        ] {
+            let t0 = now();
+            *v = s
+                .commit(
+                    thread,
+                    *v,
+                    &append(vec![msg(TOTAL + 1 + i, "one more")]),
+                    0.0,
+                )
+                .await
+                .unwrap()
+                .version;
+            times.push(now() - t0);
+        }
+    }
+    t_short.sort_by(f64::total_cmp);
+    t_long.sort_by(f64::total_cmp);
+    console_log!(
+        "commit of 1 message, median of 5: 10-message thread {:.2} ms, {TOTAL}-message thread {:.2} ms",
+        t_short[2],
+        t_long[2]
+    );
+    assert_eq!(
+        seqs(&s.page("long", None, 6).await.unwrap()),
+        (TOTAL..=TOTAL + 5).collect::<Vec<_>>()
+    );
+
+    let (short_first, short_median) = time_loads(&s, "short", 21).await;
+    let (long_first, long_median) = time_loads(&s, "long", 21).await;
+    console_log!(
+        "load, 10 messages: first {short_first:.2} ms, median of 21 {short_median:.2} ms; \
+         load, {TOTAL} messages: first {long_first:.2} ms, median of 21 {long_median:.2} ms; \
+         page(None, 20) {t_page:.2} ms, page(Some(50001), 20) {t_mid:.2} ms"
+    );
+    drop(s);
+    let t0 = now();
+    cleanup(&name).await;
+    console_log!("delete_database: {:.0} ms", now() - t0);
+}
