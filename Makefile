@@ -2,12 +2,18 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-.PHONY: test setup test-native check-wasm check-core-pure fmt
+WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+	CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=300
 
-test: setup test-native check-core-pure check-wasm
+.PHONY: test setup test-native check-core-pure check-wasm pkg test-types test-model-server \
+	test-browser-store fmt
+
+test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
+	test-browser-store
 
 setup:
 	./scripts/setup-rust.sh
+	./scripts/setup-browser.sh
 
 test-native:
 	cargo test --all-targets
@@ -20,6 +26,22 @@ check-core-pure:
 
 check-wasm:
 	cargo build --lib --target wasm32-unknown-unknown
+
+pkg:
+	./scripts/build-pkg.sh
+
+# The .d.ts as users see it: a usage file and every golden JSON fixture, through tsc --strict.
+test-types: pkg
+	node tests/types/gen-fixtures.mjs
+	npx tsc -p tests/types
+	@echo "types: ok"
+
+test-model-server:
+	node --test tests/model-server/
+
+# The IndexedDB store in headless Chromium (wasm-bindgen-test).
+test-browser-store:
+	$(WASM_TEST_ENV) cargo test --target wasm32-unknown-unknown --test browser_store
 
 fmt:
 	cargo fmt

@@ -1,10 +1,16 @@
 //! Gatehouse: a client-side agent SDK whose risky tool calls wait for a human decision.
 //!
-//! The crate has a pure core (`thread`, `engine`, `schema`, `providers`) that builds and is
-//! tested natively, and a thin wasm layer (`js`, `store::indexeddb`, `driver`) for browsers.
+//! The crate has a pure core (`thread`, `engine`, `schema`, `providers`, and the store model)
+//! that builds and is tested natively, and a thin wasm layer (`store::indexeddb`, `driver`,
+//! `js`) for browsers. Data flows one way: JS → glue → driver → engine, and back as steps.
 
 pub mod engine;
 pub mod providers;
 pub mod schema;
 pub mod store;
 pub mod thread;
+
+#[cfg(target_arch = "wasm32")]
+pub mod driver;
+#[cfg(target_arch = "wasm32")]
+pub mod js;

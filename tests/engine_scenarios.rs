@@ -973,3 +973,43 @@ fn busy_while_a_run_is_in_progress() {
         "busy"
     );
 }
+
+#[test]
+fn a_tool_cancelled_before_it_ran_is_not_regated_and_retry_runs_it() {
+    let mut h = Harness::new(standard_tools());
+    h.script([
+        calls(vec![call("c1", "list_files", json!({}))]),
+        answer("done"),
+    ]);
+    h.engine.user_message("list", T0).unwrap();
+    // Drive by hand up to the RunTool step, then cancel (the caller aborted).
+    loop {
+        match h.engine.poll().unwrap() {
+            Step::Persist(c) => h.store_apply(c),
+            Step::CallModel => {
+                let out = h.model.pop_front().unwrap();
+                h.engine.model_output(out, T0 + 1).unwrap();
+            }
+            Step::RunTool(inv) => {
+                h.engine.cancel_tool(&inv.call_id).unwrap();
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    h.drive();
+    assert!(h.store.run.as_ref().unwrap().started.is_none());
+    h.reload();
+    assert_eq!(
+        h.engine.status(),
+        ThreadStatus::Interrupted,
+        "not re-gated: it never started"
+    );
+    assert_eq!(
+        h.retry().unwrap(),
+        Some(Outcome::Completed {
+            max_steps_reached: false
+        })
+    );
+    assert_eq!(h.executed.len(), 1);
+}

@@ -402,6 +402,21 @@ impl Engine {
         Ok(())
     }
 
+    /// The run is cancelled before this tool began executing: its "started" mark is cleared
+    /// (it never ran) and the run stops; `retry` continues it later.
+    pub fn cancel_tool(&mut self, call_id: &str) -> Result<(), EngineError> {
+        match &self.phase {
+            Phase::WaitingTool(id) if id == call_id => {}
+            _ => return Err(unexpected("a cancelled tool")),
+        }
+        if let Some(run) = &mut self.state.run {
+            run.started = None;
+        }
+        self.phase = Phase::Idle;
+        self.persist(None, Vec::new());
+        Ok(())
+    }
+
     /// Human decisions (SPEC §3.3). Partial and revisable until every gated entry is decided.
     pub fn submit_decisions(&mut self, payload: &Value, now_ms: u64) -> Result<(), EngineError> {
         self.expect_idle()?;

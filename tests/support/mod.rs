@@ -27,7 +27,7 @@ impl Stored {
         }
     }
 
-    fn apply(&mut self, c: Commit) {
+    pub fn apply(&mut self, c: Commit) {
         if let Some(t) = c.replace_tail {
             let last = self.messages.last_mut().expect("replace_tail needs a tail");
             assert_eq!(last.id, t.id, "the tail is rewritten in place");
@@ -184,6 +184,10 @@ impl Harness {
             self.log.push("recover".into());
             self.drive();
         }
+    }
+
+    pub fn store_apply(&mut self, c: Commit) {
+        self.store.apply(c);
     }
 
     pub fn take_log(&mut self) -> Vec<String> {

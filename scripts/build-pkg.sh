@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the npm package into pkg/: release wasm, wasm-bindgen (--target web), wasm-opt -Oz,
+# the package.json and README from pkg-template/. Prints raw and gzipped sizes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --release --lib --target wasm32-unknown-unknown
+rm -rf pkg
+wasm-bindgen target/wasm32-unknown-unknown/release/gatehouse.wasm \
+  --out-dir pkg --target web --remove-producers-section
+# Debian's binaryen is old: name every feature rustc 1.95 enables.
+wasm-opt pkg/gatehouse_bg.wasm -Oz -o pkg/gatehouse_bg.wasm \
+  --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  --enable-mutable-globals --enable-reference-types --enable-multivalue
+# The generated class has [Symbol.dispose](): keep TypeScript users on older `lib`s compiling.
+sed -i '1i /// <reference lib="esnext.disposable" />' pkg/gatehouse.d.ts
+cp pkg-template/package.json pkg-template/README.md pkg/
+version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
+sed -i "s/\"version\": \"[^\"]*\"/\"version\": \"$version\"/" pkg/package.json
+
+size() { printf '%-24s %8d B raw %8d B gzip -9\n' "$1" "$(wc -c < "$2")" "$(gzip -9 -c "$2" | wc -c)"; }
+echo "package sizes:"
+size gatehouse_bg.wasm pkg/gatehouse_bg.wasm
+size gatehouse.js pkg/gatehouse.js

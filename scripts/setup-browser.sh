@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the browser tests need, idempotently: Debian's Chromium and ChromeDriver,
+# binaryen (wasm-opt), and the npm packages of package-lock.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v chromium >/dev/null || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
+command -v wasm-opt >/dev/null || missing+=(binaryen)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# npm ci only when the lock file changed since the last install.
+stamp=node_modules/.lock-stamp
+if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
+  npm ci --no-audit --no-fund
+  cp package-lock.json "$stamp"
+fi

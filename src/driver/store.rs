@@ -1,0 +1,72 @@
+//! The store an agent writes to: IndexedDB in browsers, memory elsewhere (or on request).
+
+use crate::engine::Commit;
+use crate::store::indexeddb::IndexedDbStore;
+use crate::store::{MemoryStore, MessageRow, Snapshot, StoreError, ThreadRecord};
+use std::rc::Rc;
+
+#[derive(Clone)]
+pub enum Store {
+    Memory(MemoryStore),
+    IndexedDb(Rc<IndexedDbStore>),
+}
+
+impl Store {
+    pub async fn open(kind: &str, database: &str) -> Result<Store, StoreError> {
+        match kind {
+            "memory" => Ok(Store::Memory(MemoryStore::open(database))),
+            _ => Ok(Store::IndexedDb(Rc::new(
+                IndexedDbStore::open(database).await?,
+            ))),
+        }
+    }
+
+    pub async fn load(&self, thread: &str, now: f64) -> Result<Snapshot, StoreError> {
+        match self {
+            Store::Memory(s) => s.load(thread, now),
+            Store::IndexedDb(s) => s.load(thread, now).await,
+        }
+    }
+
+    pub async fn commit(
+        &self,
+        thread: &str,
+        expected_version: u64,
+        commit: &Commit,
+        now: f64,
+    ) -> Result<ThreadRecord, StoreError> {
+        match self {
+            Store::Memory(s) => s.commit(thread, expected_version, commit, now),
+            Store::IndexedDb(s) => s.commit(thread, expected_version, commit, now).await,
+        }
+    }
+
+    pub async fn page(
+        &self,
+        thread: &str,
+        before_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<MessageRow>, StoreError> {
+        match self {
+            Store::Memory(s) => s.page(thread, before_seq, limit),
+            Store::IndexedDb(s) => s.page(thread, before_seq, limit).await,
+        }
+    }
+
+    pub async fn list(&self) -> Result<Vec<ThreadRecord>, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.list()),
+            Store::IndexedDb(s) => s.list().await,
+        }
+    }
+
+    pub async fn delete(&self, thread: &str) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(s) => {
+                s.delete(thread);
+                Ok(())
+            }
+            Store::IndexedDb(s) => s.delete(thread).await,
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! TypeScript declarations for everything the JS API takes and returns. The message and entry
+//! types mirror `crate::thread` (their serde impls are hand-written for the exact key order, so
+//! they cannot be derived); `tests/types/` compiles the golden JSON fixtures that Rust writes
+//! against these types with `tsc`, so the two cannot drift apart silently.
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &'static str = r#"
+/** A text block; other block kinds (reasoning, image, file...) are passed through as stored. */
+export interface TextBlock { type: "text"; content: string; meta: [] | Record<string, unknown>; }
+export type ContentBlock = TextBlock | { type: string; [key: string]: unknown };
+
+export interface Usage {
+  input_tokens: number; output_tokens: number; cached_input_tokens: number; reasoning_tokens: number;
+}
+
+export type ApprovalState = "pending" | "approved" | "rejected";
+
+/** One tool call. The three approval keys are present only on gated entries. */
+export interface ToolEntry {
+  callId: string;
+  name: string;
+  description: string | null;
+  /** Provider-specific extra keys of the tool definition; `[]` when none. */
+  parameters: [] | Record<string, unknown>;
+  inputs: Record<string, unknown>;
+  /** `null` until the tool ran; then a string (non-string outputs JSON-encoded). */
+  result: string | null;
+  approval?: ApprovalState;
+  /** Why the tool asks (the policy's string), or null. */
+  approvalReason?: string | null;
+  /** The human's reason, set only when rejected. */
+  rejectReason?: string | null;
+}
+
+export interface UserMessage {
+  __id: string; role: "user"; content: ContentBlock[]; usage?: Usage; type?: undefined;
+  [meta: string]: unknown;
+}
+export interface AssistantMessage {
+  __id: string; stop_reason?: string; role: "assistant"; content: ContentBlock[]; usage?: Usage;
+  type?: undefined; [meta: string]: unknown;
+}
+export interface ToolCallMessage {
+  __id: string; resume_token?: string; role: "assistant"; content: ContentBlock[]; usage?: Usage;
+  type: "tool_call"; tools: ToolEntry[]; [meta: string]: unknown;
+}
+export interface ToolCallResultMessage {
+  __id: string; role: "user"; content: ContentBlock[]; usage?: Usage;
+  type: "tool_call_result"; tools: ToolEntry[]; [meta: string]: unknown;
+}
+export type Message = UserMessage | AssistantMessage | ToolCallMessage | ToolCallResultMessage;
+
+export type Decision = "approve" | "reject" | ["reject", string];
+export type Decisions = Record<string, Decision>;
+
+export interface AgentState {
+  status: "completed" | "awaiting_approval" | "awaiting_tool_results";
+  message: Message | null;
+  /** Set when the run stopped because it reached `maxSteps` model calls. */
+  stopReason?: "max_steps";
+}
+export interface ConflictState { status: "conflict"; error: string; }
+export type ThreadStatus = "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted";
+export type HandleBody =
+  | { message: string } | { decisions: Decisions } | { toolResults: Record<string, unknown> };
+
+export interface ToolContext { callId: string; threadId: string; signal?: AbortSignal; }
+
+export interface Tool<I = any> {
+  name: string;
+  description?: string;
+  /** JSON Schema of the inputs, checked before gating. */
+  parameters?: Record<string, unknown>;
+  /** Omitted: an external tool, answered with `submitToolResults`. */
+  execute?: (inputs: I, ctx: ToolContext) => unknown | Promise<unknown>;
+  /** The flat override: true always asks, false never does. */
+  requireApproval?: boolean;
+  /** `true`/a reason string asks a human; `false` lets the call run. */
+  approvalPolicy?: (inputs: I, ctx: ToolContext) => boolean | string | Promise<boolean | string>;
+  label?: string;
+  enabled?: boolean;
+  autoApprove?: boolean;
+  /** Safe to run again if a crash cut off an earlier attempt. */
+  idempotent?: boolean;
+  /** Provider-specific keys merged into the tool definition (e.g. `strict`, `cache_control`). */
+  providerOptions?: Record<string, unknown>;
+}
+
+export interface CustomModelRequest {
+  messages: Message[];
+  tools: { name: string; description: string | null; parameters: Record<string, unknown> }[];
+  instructions: string | null;
+  signal?: AbortSignal;
+}
+export interface CustomModelAnswer {
+  text?: string;
+  toolCalls?: { id?: string; name: string; arguments: Record<string, unknown> | string }[];
+  usage?: Usage;
+  stopReason?: string;
+}
+
+export type ModelOptions =
+  | { provider: "openai" | "anthropic"; model: string; baseUrl?: string; apiKey?: string;
+      maxTokens?: number; temperature?: number; stream?: boolean;
+      headers?: Record<string, string>; maxRetries?: number; }
+  | { provider: "demo"; model?: string; stream?: boolean }
+  | { provider: "custom"; model?: string;
+      call: (request: CustomModelRequest) => CustomModelAnswer | Promise<CustomModelAnswer> };
+
+export interface StorageOptions { kind?: "indexeddb" | "memory"; database?: string; }
+
+export interface AgentOptions {
+  threadId: string;
+  /** Defaults to the offline `demo` model. */
+  model?: ModelOptions;
+  instructions?: string;
+  tools?: Tool[];
+  /** Defaults to IndexedDB where it exists, memory elsewhere. */
+  storage?: StorageOptions;
+  /** Model calls allowed per run (default 10). */
+  maxSteps?: number;
+}
+
+export type AgentEvent =
+  | { type: "text_delta"; delta: string }
+  | { type: "tool_call_started"; index: number; callId: string; name: string }
+  | { type: "tool_call_delta"; index: number; delta: string }
+  | { type: "message"; message: Message }
+  | { type: "message_updated"; message: Message }
+  | { type: "tool_result"; callId: string; name: string; ok: boolean; result: unknown }
+  | { type: "retry"; attempt: number; delayMs: number; error: { code: string; message: string } }
+  | { type: "completed" | "awaiting_approval" | "awaiting_tool_results"; message: Message | null };
+
+export interface RunOptions { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void; }
+export interface MessagesOptions { limit?: number; beforeIndex?: number; }
+export interface ToolPolicy { enabled: boolean; autoApprove: boolean; }
+export interface ToolPolicyUpdate { enabled?: boolean | null; autoApprove?: boolean | null; }
+export interface ThreadSummary {
+  threadId: string; title: string | null; messageCount: number; createdAt: number;
+  updatedAt: number; waiting: boolean;
+}
+
+export type GatehouseErrorCode =
+  | "conflict" | "not_suspended" | "invalid_decision" | "invalid_tool_results"
+  | "unknown_call_id" | "busy" | "network" | "provider" | "storage" | "invalid_config"
+  | "aborted" | "nothing_to_retry" | "unknown_tool";
+/** Every error the SDK throws: `e.name === "GatehouseError"`. */
+export interface GatehouseError extends Error {
+  name: "GatehouseError"; code: GatehouseErrorCode; retryable: boolean;
+  status?: number; body?: string; retryAfter?: string; callId?: string;
+}
+"#;
