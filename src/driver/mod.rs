@@ -4,6 +4,7 @@
 pub mod error;
 pub mod events;
 pub mod fetch;
+pub mod locks;
 pub mod model;
 pub mod store;
 pub mod tools;
@@ -26,6 +27,8 @@ use web_sys::AbortSignal;
 pub struct Session {
     pub thread_id: String,
     pub store: Store,
+    /// The Web Locks name of this thread (database + thread id).
+    lock: String,
     pub engine: Engine,
     /// The stored version this view was read at (optimistic concurrency).
     pub version: u64,
@@ -75,7 +78,15 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
     let specs = o.tools.iter().map(|t| t.spec.clone()).collect();
     let machine = (js_sys::Math::random() * 1024.0) as u64;
     let engine = Engine::new(ToolSet::new(specs), o.config, snap.state(), machine);
+    let lock = locks::lock_name(o.store.name(), &o.thread_id);
+    let running_elsewhere = snap
+        .record
+        .run
+        .as_ref()
+        .is_some_and(|r| r.started.is_some())
+        && locks::held_elsewhere(&lock).await;
     let session = Rc::new(RefCell::new(Session {
+        lock,
         thread_id: o.thread_id,
         store: o.store,
         engine,
@@ -87,7 +98,8 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
         history: None,
         running: false,
     }));
-    let recovered = session.borrow_mut().engine.recover(now() as u64);
+    // A call still executing in another tab is not re-gated from here.
+    let recovered = !running_elsewhere && session.borrow_mut().engine.recover(now() as u64);
     if recovered {
         drive(&session, &RunOptions::default()).await?;
     }
@@ -210,13 +222,12 @@ async fn drive(s: &Shared, opts: &RunOptions) -> Result<Option<Outcome>, AgentEr
                     let _ = Box::pin(drive(s, &RunOptions::default())).await;
                     return Err(AgentError::Aborted);
                 }
-                let (tool, thread) = {
+                let (tool, thread, lock) = {
                     let g = s.borrow();
-                    (
-                        g.tools.iter().find(|t| t.spec.name == inv.tool).cloned(),
-                        g.thread_id.clone(),
-                    )
+                    let tool = g.tools.iter().find(|t| t.spec.name == inv.tool).cloned();
+                    (tool, g.thread_id.clone(), g.lock.clone())
                 };
+                let held = locks::hold(&lock).await;
                 let outcome = match tool {
                     Some(t) => {
                         tools::execute(&t, &inv.call_id, &thread, &inv.inputs, opts.signal.as_ref())
@@ -224,6 +235,7 @@ async fn drive(s: &Shared, opts: &RunOptions) -> Result<Option<Outcome>, AgentEr
                     }
                     None => Err(format!("the tool \"{}\" is not available", inv.tool)),
                 };
+                drop(held);
                 if ev.enabled() {
                     ev.emit(json!({ "type": "tool_result", "callId": inv.call_id, "name": inv.tool,
                         "ok": outcome.is_ok(),

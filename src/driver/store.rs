@@ -21,6 +21,14 @@ impl Store {
         }
     }
 
+    /// The database name (for cross-tab locks).
+    pub fn name(&self) -> &str {
+        match self {
+            Store::Memory(s) => s.name(),
+            Store::IndexedDb(s) => s.name(),
+        }
+    }
+
     pub async fn load(&self, thread: &str, now: f64) -> Result<Snapshot, StoreError> {
         match self {
             Store::Memory(s) => s.load(thread, now),

@@ -23,6 +23,7 @@ thread_local! {
 #[derive(Debug, Clone)]
 pub struct MemoryStore {
     db: Db,
+    name: String,
 }
 
 impl MemoryStore {
@@ -34,7 +35,14 @@ impl MemoryStore {
                 .or_default()
                 .clone()
         });
-        MemoryStore { db }
+        MemoryStore {
+            db,
+            name: database.to_owned(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Forgets a database (tests).
