@@ -370,24 +370,9 @@ async fn load_history(s: &Shared, limit: Option<u32>) -> Result<Vec<Message>, Ag
     Ok(h)
 }
 
-/// Keeps at most `limit` messages, starting at a user's own message so that no tool result
-/// is sent without the call it answers.
 fn trim_history(h: &mut Vec<Message>, limit: usize) {
-    if h.len() <= limit {
-        return;
-    }
-    let cut = h.len() - limit;
-    // The first user message inside the window; failing that, the last one before it (a
-    // longer window beats an orphaned tool result); failing that, everything.
-    let start = (cut..h.len())
-        .find(|&i| is_user_text(&h[i]))
-        .or_else(|| (0..cut).rev().find(|&i| is_user_text(&h[i])))
-        .unwrap_or(0);
+    let start = crate::thread::window_start(h, limit);
     h.drain(..start);
-}
-
-fn is_user_text(m: &Message) -> bool {
-    m.role == crate::thread::Role::User && matches!(m.kind, crate::thread::MessageKind::Plain)
 }
 
 /// The engine's state (for tests and `Agent` getters).
