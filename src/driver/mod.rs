@@ -149,7 +149,12 @@ pub async fn run(
             Input::SetPolicy(name, p) => g.engine.set_tool_policy(&name, p)?,
         }
     }
-    drive(s, opts).await
+    let result = drive(s, opts).await;
+    if result.is_err() && s.borrow().engine.is_running() {
+        // Never leave the engine mid-run after an error: take the stored state again.
+        let _ = reload(s).await;
+    }
+    result
 }
 
 async fn drive(s: &Shared, opts: &RunOptions) -> Result<Option<Outcome>, AgentError> {
