@@ -104,8 +104,6 @@ test('tool return values become result strings: undefined/null → "null", numbe
 
 test('an empty user message never reaches the model as an empty conversation', {
   ...T,
-  todo: 'BUG: chat("") is accepted, stores a user message with empty text and sends `messages: []` ' +
-    '(the OpenAI builder drops empty texts), which real providers refuse with HTTP 400',
 }, async (t) => {
   const { page } = await h.open(t);
   const sc = await h.scenario([{ text: 'ok' }], { repeat: true });

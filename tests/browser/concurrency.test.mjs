@@ -220,8 +220,6 @@ test('two tabs approve at the same moment: exactly one wins and runs the tool, t
 
 test('a second tab opened while the first is running an approved tool does not re-gate it or lose its result', {
   ...T,
-  todo: 'BUG: Agent.open treats a live execution in another tab (or another Agent in the same page) as a crash: ' +
-    'it re-gates the call ("may or may not have taken effect") and the running tab\'s result is then discarded with conflict',
 }, async (t) => {
   const { page: tab1, context } = await h.open(t);
   const { page: tab2 } = await h.open(t, { context });

@@ -10,8 +10,6 @@ after(() => h.close());
 
 test('pkg/ as built initialises in Chromium and answers a demo chat', {
   timeout: 30_000,
-  todo: 'BUG (scripts/build-pkg.sh): Debian wasm-opt 108 re-points the `__wbindgen_externrefs` ' +
-    'export at the funcref table, so init() throws "WebAssembly.Table.set(): Argument 1 is invalid for table"',
 }, async (t) => {
   const context = await h.browser.newContext(); // no route: the real pkg/ from the static server
   t.after(() => context.close().catch(() => {}));

@@ -183,7 +183,6 @@ test('input validation: invalid JSON arguments or a missing required property ar
 
 test('input validation: a schema type mismatch ({ path: 42 } for a string) is not gated', {
   ...T,
-  todo: 'BUG: src/schema/mod.rs validate() only checks `required` (a stand-in): wrong types pass and the call is gated',
 }, async (t) => {
   const r = await validationRun(t, [call('bad_type', 'delete_file', { path: 42 })]);
   assertInputValidation(r, 1);
