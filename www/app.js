@@ -418,4 +418,5 @@ async function main() {
 main().catch((e) => {
   console.error(e);
   view.setError(`The demo could not start: ${e?.message ?? e}`);
+  document.documentElement.dataset.failed = String(e?.message ?? e);
 });

@@ -114,10 +114,12 @@ export class GatehouseChat extends HTMLElement {
       });
       if (ticket !== this.#opened) return; // attributes changed again meanwhile
       await view.setAgent(agent);
+      delete this.dataset.failed;
       this.dataset.ready = 'true';
     } catch (e) {
       if (ticket !== this.#opened) return;
       view.setError(`The assistant could not start: ${e?.message ?? e}`);
+      this.dataset.failed = String(e?.message ?? e);
     }
   }
 }

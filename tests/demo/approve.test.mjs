@@ -43,6 +43,7 @@ test('approve: the card runs the tool once approved', { timeout: 60_000 }, async
 
     // A phone-sized window: the thread list folds into a menu.
     await page.setViewportSize({ width: 390, height: 760 });
+    await page.waitForTimeout(400); // the sidebar slides away (a CSS transition)
     await send(page, 'delete a.txt');
     await page.locator('.gh-card').waitFor();
     await shot(page, 'approve-3-narrow-card');

@@ -90,11 +90,18 @@ export async function newPage({ viewport = { width: 1200, height: 800 } } = {}) 
   };
 }
 
+/** Waits until the app (or a widget) has opened its thread; fails fast if it could not start. */
+export async function waitReady(page, selector = 'html') {
+  await page.locator(`${selector}[data-ready="true"], ${selector}[data-failed]`).first().waitFor();
+  const failed = await page.locator(selector).first().getAttribute('data-failed');
+  if (failed !== null) throw new Error(`the demo did not start: ${failed}`);
+}
+
 /** Opens the demo app and waits until it has opened a thread. */
 export async function openDemo(page, hash = '') {
   const h = await harness();
   await page.goto(`${h.url}/www/${hash}`);
-  await page.locator('html[data-ready="true"]').waitFor();
+  await waitReady(page);
 }
 
 /** Types a message in the composer and presses Enter. */

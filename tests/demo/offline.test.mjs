@@ -3,7 +3,7 @@
 // With a network model, a message sent offline is kept and sent when the network is back.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { newPage, openDemo, scenario, scenarioRequests, send, shot, waitForAssistant } from './harness.mjs';
+import { newPage, openDemo, scenario, scenarioRequests, send, shot, waitForAssistant, waitReady } from './harness.mjs';
 
 test('offline: reload with the network off, approve, chat; network model resumes online', { timeout: 90_000 }, async () => {
   const { page, context, done } = await newPage();
@@ -18,7 +18,7 @@ test('offline: reload with the network off, approve, chat; network model resumes
     const probe = () => page.evaluate(() => fetch('/__health', { cache: 'no-store' }).then(() => 'reachable', () => 'unreachable'));
     assert.equal(await probe(), 'unreachable', 'the network is really off');
     await page.reload();
-    await page.locator('html[data-ready="true"]').waitFor();
+    await waitReady(page);
     assert.equal(await page.evaluate(() => navigator.onLine), false);
     await page.locator('#net-pill').waitFor();
     const card = page.locator('.gh-card');

@@ -2,7 +2,7 @@
 // decisions already made, the box is still locked, and the run finishes after the reload.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { newPage, openDemo, send, shot, waitForAssistant } from './harness.mjs';
+import { newPage, openDemo, send, shot, waitForAssistant, waitReady } from './harness.mjs';
 
 test('reload mid-approval: the cards come back from IndexedDB', { timeout: 60_000 }, async () => {
   const { page, done } = await newPage();
@@ -16,7 +16,7 @@ test('reload mid-approval: the cards come back from IndexedDB', { timeout: 60_00
     assert.match(threadUrl, /#thread=thread_/);
 
     await page.reload();
-    await page.locator('html[data-ready="true"]').waitFor();
+    await waitReady(page);
     assert.equal(page.url(), threadUrl);
     const cards = page.locator('.gh-card');
     await cards.nth(1).waitFor();
@@ -32,7 +32,7 @@ test('reload mid-approval: the cards come back from IndexedDB', { timeout: 60_00
 
     // A fresh load (no hash) reopens the last thread too.
     await page.goto(threadUrl.replace(/#.*$/, ''));
-    await page.locator('html[data-ready="true"]').waitFor();
+    await waitReady(page);
     await page.locator('.gh-card').nth(1).waitFor();
 
     await page.locator('.gh-card').nth(1).locator('.gh-approve').click();

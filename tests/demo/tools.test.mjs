@@ -2,7 +2,7 @@
 // disabled tool is not offered to the model, and a new thread starts from the defaults.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { newPage, openDemo, send, shot, waitForAssistant } from './harness.mjs';
+import { newPage, openDemo, send, shot, waitForAssistant, waitReady } from './harness.mjs';
 
 test('tools panel: always allow, disable, per thread', { timeout: 60_000 }, async () => {
   const { page, done } = await newPage();
@@ -37,7 +37,7 @@ test('tools panel: always allow, disable, per thread', { timeout: 60_000 }, asyn
 
     // The policies were saved with the thread: a reload keeps them.
     await page.reload();
-    await page.locator('html[data-ready="true"]').waitFor();
+    await waitReady(page);
     let policies = await page.evaluate(() => window.__gatehouseDemo.state.agent.toolPolicies());
     assert.equal(policies.delete_file.autoApprove, true);
     assert.equal(policies.send_email.enabled, false);

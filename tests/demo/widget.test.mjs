@@ -2,7 +2,7 @@
 // shadow DOM, approved there; the thread survives a reload.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { harness, newPage, send, shot, waitForAssistant } from './harness.mjs';
+import { harness, newPage, send, shot, waitForAssistant, waitReady } from './harness.mjs';
 
 test('widget: approve through the shadow DOM', { timeout: 60_000 }, async () => {
   const { page, done } = await newPage({ viewport: { width: 1000, height: 1100 } });
@@ -10,7 +10,7 @@ test('widget: approve through the shadow DOM', { timeout: 60_000 }, async () => 
     const h = await harness();
     await page.goto(`${h.url}/www/article.html`);
     const widget = page.locator('gatehouse-chat');
-    await page.locator('gatehouse-chat[data-ready="true"]').waitFor();
+    await waitReady(page, 'gatehouse-chat');
     assert.equal(await page.evaluate(() => !!document.querySelector('gatehouse-chat').shadowRoot), true);
     await widget.scrollIntoViewIfNeeded();
     await widget.locator('.gh-empty').waitFor(); // Playwright's CSS locators pierce open shadow roots
@@ -28,7 +28,7 @@ test('widget: approve through the shadow DOM', { timeout: 60_000 }, async () => 
 
     // Reload: the pending card is still there (IndexedDB database "gatehouse-article").
     await page.reload();
-    await page.locator('gatehouse-chat[data-ready="true"]').waitFor();
+    await waitReady(page, 'gatehouse-chat');
     await card.waitFor();
     await card.locator('.gh-approve').click();
     const summary = await waitForAssistant(widget, 'Tool results');

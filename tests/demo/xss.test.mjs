@@ -2,7 +2,7 @@
 // tool inputs, a thread title, a tool error and a deny reason all render literally.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { newPage, openDemo, send, shot, waitForAssistant } from './harness.mjs';
+import { newPage, openDemo, send, shot, waitForAssistant, waitReady } from './harness.mjs';
 
 const PAYLOAD = '<img src=x onerror=window.__xss=1>.txt';
 
@@ -45,7 +45,7 @@ test('XSS attempts in tool inputs are shown as text', { timeout: 60_000 }, async
 
     // Reloaded from IndexedDB: still text.
     await page.reload();
-    await page.locator('html[data-ready="true"]').waitFor();
+    await waitReady(page);
     await waitForAssistant(page, 'Tool results');
     assert.equal(await page.evaluate(() => window.__xss), undefined);
     assert.equal(await page.evaluate(() => document.querySelectorAll('img[src="x"]').length), 0);
