@@ -29,11 +29,21 @@ const FILES = [
 ];
 const URLS = FILES.map((f) => new URL(f, self.registration.scope).href);
 const KNOWN = new Set(URLS);
+const PKG = new URL('../pkg/', self.registration.scope).href;
+
+/** The SDK's JS glue imports small snippet modules (`./snippets/<crate-hash>/inline0.js`)
+ *  whose path changes between builds: find them in the glue itself. */
+async function snippetUrls() {
+  const res = await fetch(new URL('gatehouse.js', PKG).href, { cache: 'no-store' });
+  const text = await res.text();
+  return [...text.matchAll(/from ['"](\.\/snippets\/[^'"]+)['"]/g)].map((m) => new URL(m[1], PKG).href);
+}
 
 self.addEventListener('install', (event) => {
   event.waitUntil((async () => {
     const cache = await caches.open(VERSION);
-    await cache.addAll(URLS.map((u) => new Request(u, { cache: 'no-store' })));
+    const snippets = await snippetUrls();
+    await cache.addAll([...URLS, ...snippets].map((u) => new Request(u, { cache: 'no-store' })));
     await self.skipWaiting();
   })());
 });
@@ -54,7 +64,7 @@ function keyOf(request) {
   const url = new URL(request.url);
   url.search = '';
   url.hash = '';
-  return KNOWN.has(url.href) ? url.href : null;
+  return KNOWN.has(url.href) || url.href.startsWith(PKG + 'snippets/') ? url.href : null;
 }
 
 self.addEventListener('fetch', (event) => {
