@@ -112,7 +112,7 @@ function renderThreads() {
   const list = $('thread-list');
   const items = [...state.threads];
   if (state.threadId && !items.some((t) => t.threadId === state.threadId)) {
-    items.unshift({ threadId: state.threadId, title: null, messageCount: 0, updatedAt: Date.now(), waiting: false, draft: true });
+    items.unshift({ threadId: state.threadId, title: null, messageCount: 0, updatedAt: Date.now(), status: 'idle', draft: true });
   }
   if (!items.length) {
     list.replaceChildren(h('li', { class: 'threads-empty' }, 'No threads yet.'));
@@ -122,7 +122,8 @@ function renderThreads() {
     const current = t.threadId === state.threadId;
     const meta = h('span', { class: 'thread-meta' },
       t.draft ? 'not started' : relTime(t.updatedAt),
-      t.waiting ? h('span', { class: 'thread-waiting' }, 'needs approval') : null);
+      t.status === 'awaiting_approval' ? h('span', { class: 'thread-waiting' }, 'needs approval')
+        : t.status === 'waiting' ? h('span', { class: 'thread-waiting' }, 'unfinished') : null);
     const open = h('button', {
       type: 'button', class: 'thread-open', title: t.title || 'New thread',
       onclick: () => { if (!current) openThread(t.threadId); else closeMenu(); },

@@ -302,7 +302,7 @@ impl Agent {
             .map(|r| {
                 json!({ "threadId": r.id, "title": r.title, "messageCount": r.message_count,
                         "createdAt": r.created_at, "updatedAt": r.updated_at,
-                        "waiting": r.run.is_some() })
+                        "status": summary_status(r) })
             })
             .collect();
         Ok(to_js(&out))
@@ -347,5 +347,17 @@ impl Agent {
             v["stopReason"] = json!("max_steps");
         }
         to_js(&v)
+    }
+}
+
+/// A thread's status from its record alone (no message read).
+fn summary_status(r: &crate::store::ThreadRecord) -> &'static str {
+    if r.pending_approvals > 0 {
+        "awaiting_approval"
+    } else if r.run.is_some() {
+        // Waiting for external results, or a run cut off mid-way.
+        "waiting"
+    } else {
+        "idle"
     }
 }

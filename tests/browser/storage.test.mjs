@@ -231,8 +231,8 @@ test('listThreads, deleteThread and paging with messages({ limit, beforeIndex })
     out.reopened = { count: reopened.messageCount, status: reopened.status(), last: reopened.lastMessage() };
     return out;
   }, { model: sc.openai(), db: uid('db') });
-  assert.deepEqual(r.list.map((x) => [x.threadId, x.title, x.messageCount, x.waiting]),
-    [['second', 'hello second', 2, false], ['first', 'hello first', 4, false]], 'newest first');
+  assert.deepEqual(r.list.map((x) => [x.threadId, x.title, x.messageCount, x.status]),
+    [['second', 'hello second', 2, 'idle'], ['first', 'hello first', 4, 'idle']], 'newest first');
   assert.ok(r.list.every((x) => typeof x.createdAt === 'number' && x.updatedAt >= x.createdAt));
   assert.equal(r.all.length, 4);
   assert.deepEqual(r.last2, r.all.slice(2));
@@ -262,9 +262,10 @@ test('stored schema: database version 1, stores and key paths, rows { thread, se
   assert.deepEqual(dump.stores.messages.rows.map((x) => Object.keys(x)), [['thread', 'seq', 'json'], ['thread', 'seq', 'json']]);
   assert.deepEqual(dump.stores.messages.rows.map((x) => JSON.parse(x.json)), r.messages);
   const rec = dump.stores.threads.rows[0];
-  assert.deepEqual(Object.keys(rec).sort(), ['createdAt', 'id', 'messageCount', 'policies', 'run', 'schemaVersion', 'title', 'updatedAt', 'version'].sort());
+  assert.deepEqual(Object.keys(rec).sort(), ['createdAt', 'id', 'messageCount', 'pendingApprovals', 'policies', 'run', 'schemaVersion', 'title', 'updatedAt', 'version'].sort());
   assert.equal(rec.schemaVersion, 1);
   assert.equal(rec.messageCount, 2);
+  assert.equal(rec.pendingApprovals, 0);
   assert.equal(rec.version, 2, 'one commit per message');
   assert.equal(rec.title, 'store me');
 });
