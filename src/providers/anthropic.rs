@@ -61,16 +61,7 @@ pub(crate) fn build(
 }
 
 fn tool(t: &ToolDef) -> Value {
-    let mut o = Map::new();
-    o.insert("name".into(), json!(t.name));
-    if let Some(d) = &t.description {
-        o.insert("description".into(), json!(d));
-    }
-    o.insert("input_schema".into(), t.schema());
-    for (k, v) in &t.extra {
-        o.insert(k.clone(), v.clone());
-    }
-    Value::Object(o)
+    Value::Object(t.definition("input_schema"))
 }
 
 /// The API wants user and assistant turns to alternate, so consecutive messages of one role
