@@ -143,9 +143,13 @@ pub(crate) fn parse(body: &str) -> Result<ModelOutput, ProviderError> {
             "tool_use" => out.tool_calls.push(ModelToolCall {
                 id: str_at(block, "id").to_owned(),
                 name: str_at(block, "name").to_owned(),
-                arguments: block
-                    .get("input")
-                    .map_or_else(|| "{}".to_owned(), Value::to_string),
+                // An object as JSON text; a string (from a non-conforming server) verbatim,
+                // so that the engine reports it for what it is.
+                arguments: match block.get("input") {
+                    None => "{}".to_owned(),
+                    Some(Value::String(raw)) => raw.clone(),
+                    Some(v) => v.to_string(),
+                },
             }),
             // thinking, server tool blocks...: not part of what the engine consumes.
             _ => {}
