@@ -6,7 +6,7 @@ WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-ru
 	CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=300
 
 .PHONY: test setup test-native check-core-pure check-wasm pkg test-types test-model-server \
-	test-browser-store test-browser test-demo test-package demo fmt
+	test-browser-store test-browser test-demo test-package demo bench fmt
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
 	test-browser-store test-browser test-demo test-package
@@ -58,6 +58,11 @@ demo: setup pkg
 # The packed tarball installed into a Vite app and a plain page, a chat with an approval in each.
 test-package: pkg
 	node tests/package/run.mjs
+
+# Benchmarks against the Vercel AI SDK in headless Chromium: prints one table, writes
+# bench-output/results.json. Never fails on a number.
+bench: setup pkg
+	node bench/run.mjs
 
 fmt:
 	cargo fmt
