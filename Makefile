@@ -6,10 +6,10 @@ WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-ru
 	CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=300
 
 .PHONY: test setup test-native check-core-pure check-wasm pkg test-types test-model-server \
-	test-browser-store fmt
+	test-browser-store test-package fmt
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
-	test-browser-store
+	test-browser-store test-package
 
 setup:
 	./scripts/setup-rust.sh
@@ -42,6 +42,10 @@ test-model-server:
 # The IndexedDB store in headless Chromium (wasm-bindgen-test).
 test-browser-store:
 	$(WASM_TEST_ENV) cargo test --target wasm32-unknown-unknown --test browser_store
+
+# The packed tarball installed into a Vite app and a plain page, a chat with an approval in each.
+test-package: pkg
+	node tests/package/run.mjs
 
 fmt:
 	cargo fmt

@@ -8,8 +8,10 @@ cargo build --release --lib --target wasm32-unknown-unknown
 rm -rf pkg
 wasm-bindgen target/wasm32-unknown-unknown/release/gatehouse.wasm \
   --out-dir pkg --target web --remove-producers-section
-# Debian's binaryen is old: name every feature rustc 1.95 enables.
-wasm-opt pkg/gatehouse_bg.wasm -Oz -o pkg/gatehouse_bg.wasm \
+# binaryen 132 from npm (package-lock.json). Debian's wasm-opt 108 produced a module whose
+# function table Chromium rejects at instantiation ("Table.set(): function-typed object
+# must be null"), so it is not used.
+node_modules/.bin/wasm-opt pkg/gatehouse_bg.wasm -Oz -o pkg/gatehouse_bg.wasm \
   --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue
 # The generated class has [Symbol.dispose](): keep TypeScript users on older `lib`s compiling.

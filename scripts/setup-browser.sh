@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the browser tests need, idempotently: Debian's Chromium and ChromeDriver,
-# binaryen (wasm-opt), and the npm packages of package-lock.json.
+# Installs what the browser tests need, idempotently: Debian's Chromium and ChromeDriver, and
+# the npm packages of package-lock.json (playwright-core, typescript, vite, binaryen's wasm-opt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
-command -v wasm-opt >/dev/null || missing+=(binaryen)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -36,7 +36,10 @@ pub struct Session {
     pub model: ModelHandle,
     pub instructions: Option<String>,
     pub tools: Vec<JsTool>,
-    /// The whole thread, loaded the first time the model is called.
+    /// At most this many of the latest messages are sent to the model (`None`: all).
+    history_limit: Option<u32>,
+    /// The thread (or its latest `history_limit` messages), loaded the first time the model
+    /// is called and then kept up to date by `persist`.
     history: Option<Vec<Message>>,
     running: bool,
 }
@@ -65,6 +68,7 @@ pub struct OpenOptions {
     pub instructions: Option<String>,
     pub tools: Vec<JsTool>,
     pub config: EngineConfig,
+    pub history_limit: Option<u32>,
 }
 
 fn now() -> f64 {
@@ -95,6 +99,7 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
         model: o.model,
         instructions: o.instructions,
         tools: o.tools,
+        history_limit: o.history_limit,
         history: None,
         running: false,
     }));
@@ -144,7 +149,12 @@ pub async fn run(
             Input::SetPolicy(name, p) => g.engine.set_tool_policy(&name, p)?,
         }
     }
-    drive(s, opts).await
+    let result = drive(s, opts).await;
+    if result.is_err() && s.borrow().engine.is_running() {
+        // Never leave the engine mid-run after an error: take the stored state again.
+        let _ = reload(s).await;
+    }
+    result
 }
 
 async fn drive(s: &Shared, opts: &RunOptions) -> Result<Option<Outcome>, AgentError> {
@@ -321,35 +331,53 @@ pub async fn reload(s: &Shared) -> Result<(), AgentError> {
 
 const PAGE: u32 = 1000;
 
-/// The whole thread for a model call, read once and then kept up to date by `persist`. It
-/// is taken out for the call and put back after it (no copy per turn).
+/// The history for a model call, read once and then kept up to date by `persist`. It is
+/// taken out for the call and put back after it (no copy per turn).
 async fn history(s: &Shared) -> Result<Vec<Message>, AgentError> {
-    if let Some(h) = s.borrow_mut().history.take() {
-        return Ok(h);
+    let limit = s.borrow().history_limit;
+    let cached = s.borrow_mut().history.take();
+    let mut h = match cached {
+        Some(h) => h,
+        None => load_history(s, limit).await?,
+    };
+    if let Some(limit) = limit {
+        trim_history(&mut h, limit as usize);
     }
+    Ok(h)
+}
+
+async fn load_history(s: &Shared, limit: Option<u32>) -> Result<Vec<Message>, AgentError> {
     let (store, thread) = {
         let g = s.borrow();
         (g.store.clone(), g.thread_id.clone())
     };
+    let want = limit.map_or(usize::MAX, |l| l as usize);
     let mut pages = Vec::new();
+    let mut have = 0;
     let mut before = None;
-    loop {
+    while have < want {
         let rows = store.page(&thread, before, PAGE).await?;
         let Some(first) = rows.first() else { break };
         before = Some(first.seq);
+        have += rows.len();
         let done = first.seq <= 1;
         pages.push(rows);
         if done {
             break;
         }
     }
-    let mut h = Vec::new();
+    let mut h = Vec::with_capacity(have);
     for rows in pages.into_iter().rev() {
         for r in rows {
             h.push(r.message()?);
         }
     }
     Ok(h)
+}
+
+fn trim_history(h: &mut Vec<Message>, limit: usize) {
+    let start = crate::thread::window_start(h, limit);
+    h.drain(..start);
 }
 
 /// The engine's state (for tests and `Agent` getters).

@@ -40,6 +40,7 @@ impl Agent {
             instructions: o.instructions,
             tools: o.tools,
             config: o.config,
+            history_limit: o.history_limit,
         })
         .await
         .map_err(err)?;

@@ -18,6 +18,7 @@ pub struct AgentOptions {
     pub storage_kind: String,
     pub database: String,
     pub config: EngineConfig,
+    pub history_limit: Option<u32>,
 }
 
 fn bad(m: impl Into<String>) -> AgentError {
@@ -112,6 +113,14 @@ pub fn parse(options: &JsValue) -> Result<AgentOptions, AgentError> {
         },
     }
 
+    let history_limit = match get(options, "historyLimit") {
+        v if v.is_undefined() || v.is_null() => None,
+        v => match v.as_f64() {
+            Some(n) if n >= 1.0 => Some(n.min(u32::MAX as f64) as u32),
+            _ => return Err(bad("`historyLimit` must be a number of at least 1")),
+        },
+    };
+
     Ok(AgentOptions {
         thread_id,
         model: ModelHandle { cfg, custom, retry },
@@ -120,6 +129,7 @@ pub fn parse(options: &JsValue) -> Result<AgentOptions, AgentError> {
         storage_kind,
         database,
         config,
+        history_limit,
     })
 }
 

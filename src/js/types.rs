@@ -121,6 +121,9 @@ export interface AgentOptions {
   storage?: StorageOptions;
   /** Model calls allowed per run (default 10). */
   maxSteps?: number;
+  /** Send only the latest N messages to the model (default: the whole thread). The window
+   *  starts at a user message, so a tool result is never sent without its call. */
+  historyLimit?: number;
 }
 
 export type AgentEvent =
