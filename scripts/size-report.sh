@@ -68,8 +68,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 wasm-bindgen "$release_wasm" --out-dir "$tmp" --target web --keep-debug
 named="$tmp/gatehouse_bg.wasm"
-if command -v wasm-opt >/dev/null; then
-  wasm-opt "$named" -Oz -g -o "$tmp/named.wasm" \
+# The wasm-opt build-pkg.sh uses (binaryen from npm), else one on PATH.
+wasm_opt=node_modules/.bin/wasm-opt
+[ -x "$wasm_opt" ] || wasm_opt=$(command -v wasm-opt || true)
+if [ -n "$wasm_opt" ]; then
+  "$wasm_opt" "$named" -Oz -g -o "$tmp/named.wasm" \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue
   named="$tmp/named.wasm"

@@ -76,17 +76,26 @@ pub(super) fn read_row(thread: &str, value: &JsValue) -> Result<MessageRow, Stor
 }
 
 /// The stored thread record: the JSON shape of [`ThreadRecord`] (camelCase, `null` for
-/// `None`, plain objects for maps), exactly what `JSON.parse` of its serde_json text gives.
+/// `None`, plain objects for maps), made by `JSON.parse` of its serde_json text (serde_json is
+/// linked anyway; a second serializer would only add size).
 pub(super) fn record_to_js(record: &ThreadRecord) -> Result<JsValue, StoreError> {
-    serde::Serialize::serialize(record, &serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| StoreError::Other(format!("thread {:?} cannot be stored: {e}", record.id)))
+    let text = serde_json::to_string(record)
+        .map_err(|e| StoreError::Other(format!("thread {:?} cannot be stored: {e}", record.id)))?;
+    js_sys::JSON::parse(&text).map_err(|e| from_js_value(&e))
 }
 
-/// Reads a stored thread record. Records of a later schema version are read too: unknown
-/// fields are ignored, the fields this version knows are taken as they are.
+/// Reads a stored thread record (through `JSON.stringify`, the inverse of `record_to_js`).
+/// Records of a later schema version are read too: unknown fields are ignored, the fields
+/// this version knows are taken as they are.
 pub(super) fn record_from_js(thread: &str, value: JsValue) -> Result<ThreadRecord, StoreError> {
-    serde_wasm_bindgen::from_value(value)
-        .map_err(|e| StoreError::Corrupt(format!("thread record {thread:?} is unreadable: {e}")))
+    let unreadable = |e: &dyn std::fmt::Display| {
+        StoreError::Corrupt(format!("thread record {thread:?} is unreadable: {e}"))
+    };
+    let text = js_sys::JSON::stringify(&value)
+        .map_err(|e| unreadable(&from_js_value(&e)))?
+        .as_string()
+        .unwrap_or_default();
+    serde_json::from_str(&text).map_err(|e| unreadable(&e))
 }
 
 /// A DOM exception (or any thrown JS value) by its `name`: `QuotaExceededError` is `Quota`,
