@@ -71,7 +71,7 @@ impl Found {
             self.urls.push(tok.to_owned());
         } else if tok.contains('@') && tok.rsplit('@').next().is_some_and(|d| d.contains('.')) {
             self.emails.push(tok.to_owned());
-        } else if let Ok(n) = tok.parse::<f64>() {
+        } else if let Some(n) = crate::providers::float::parse_f64(tok) {
             if n.is_finite() && !quoted {
                 self.numbers.push(n);
             }
