@@ -39,7 +39,7 @@ pub async fn call(
     }
     match m.cfg.provider {
         ProviderKind::Demo => {
-            let out = demo::respond(history, tools);
+            let out = demo::respond_with(history, tools, js_lowercase);
             for d in demo::stream_deltas(&out) {
                 emit_delta(ev, &d);
             }
@@ -155,6 +155,12 @@ fn emit_delta(ev: &Emitter, d: &StreamDelta) {
         StreamDelta::ToolCallArguments { index, delta } => ev.emit(json!({
             "type": "tool_call_delta", "index": index, "delta": delta })),
     }
+}
+
+/// JS's `toLowerCase` (the Unicode default case conversion, like `str::to_lowercase`,
+/// without linking Rust's case tables).
+fn js_lowercase(s: &str) -> String {
+    js_sys::JsString::from(s).to_lower_case().into()
 }
 
 fn fetch_error(e: FetchError) -> AgentError {

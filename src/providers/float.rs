@@ -20,8 +20,7 @@ pub fn parse_f64(s: &str) -> Option<f64> {
         Some(b'-') => (true, &s[1..]),
         _ => (false, s),
     };
-    let magnitude = if rest.eq_ignore_ascii_case("inf") || rest.eq_ignore_ascii_case("infinity")
-    {
+    let magnitude = if rest.eq_ignore_ascii_case("inf") || rest.eq_ignore_ascii_case("infinity") {
         f64::INFINITY
     } else if rest.eq_ignore_ascii_case("nan") {
         f64::NAN
@@ -255,10 +254,51 @@ mod tests {
     #[test]
     fn grammar_is_std_s() {
         for s in [
-            "", ".", "+", "-", "e", "e5", "1e", "1e+", "1e-", "+.", "1.", ".5", "+.5e-3", "-0",
-            "0", "00", "1_0", " 1", "1 ", "inf", "INF", "-Infinity", "infinit", "nan", "NaN",
-            "+nan", "0x10", "1.2.3", "1e5.5", "1E5", "1e+05", "--1", "+-1", "1d", "١", "1e1e1",
-            "12e", "..5", "5..", "0.", "-.0", "007", "1e-0", "e-5", "-e5",
+            "",
+            ".",
+            "+",
+            "-",
+            "e",
+            "e5",
+            "1e",
+            "1e+",
+            "1e-",
+            "+.",
+            "1.",
+            ".5",
+            "+.5e-3",
+            "-0",
+            "0",
+            "00",
+            "1_0",
+            " 1",
+            "1 ",
+            "inf",
+            "INF",
+            "-Infinity",
+            "infinit",
+            "nan",
+            "NaN",
+            "+nan",
+            "0x10",
+            "1.2.3",
+            "1e5.5",
+            "1E5",
+            "1e+05",
+            "--1",
+            "+-1",
+            "1d",
+            "١",
+            "1e1e1",
+            "12e",
+            "..5",
+            "5..",
+            "0.",
+            "-.0",
+            "007",
+            "1e-0",
+            "e-5",
+            "-e5",
         ] {
             same(s);
         }
