@@ -5,7 +5,7 @@ use super::error::AgentError;
 use super::events::Emitter;
 use super::fetch::{self, AbortLink, BodyReader, FetchError};
 use crate::engine::{ModelOutput, ModelToolCall};
-use crate::js::convert::{from_js, to_js};
+use crate::js::convert::{from_js_as, json_object, json_string, parse_js};
 use crate::providers::{
     ModelConfig, ProviderError, ProviderKind, ResponseStream, RetryPolicy, StreamDelta, ToolDef,
     build_request, demo, parse_response,
@@ -209,8 +209,20 @@ async fn custom(
             |t| json!({ "name": t.name, "description": t.description, "parameters": t.parameters }),
         )
         .collect();
-    let request =
-        to_js(&json!({ "messages": history, "tools": tool_list, "instructions": instructions }));
+    let request = parse_js(&json_object(&[
+        (
+            "messages",
+            &serde_json::to_string(history).unwrap_or_default(),
+        ),
+        (
+            "tools",
+            &serde_json::to_string(&tool_list).unwrap_or_default(),
+        ),
+        (
+            "instructions",
+            &instructions.map_or_else(|| "null".to_owned(), json_string),
+        ),
+    ]));
     if let Some(sig) = signal {
         let _ = js_sys::Reflect::set(&request, &"signal".into(), sig);
     }
@@ -224,8 +236,7 @@ async fn custom(
     if signal.is_some_and(AbortSignal::aborted) {
         return Err(AgentError::Aborted);
     }
-    let v = from_js(&ret).map_err(|e| bad_custom(&e))?;
-    let a: CustomAnswer = serde_json::from_value(v).map_err(|e| bad_custom(&e.to_string()))?;
+    let a: CustomAnswer = from_js_as(&ret).map_err(|e| bad_custom(&e))?;
     Ok(ModelOutput {
         text: a.text.unwrap_or_default(),
         tool_calls: a
@@ -236,7 +247,7 @@ async fn custom(
                 let args = match c.arguments {
                     Value::String(s) => s,
                     Value::Null => String::new(),
-                    other => other.to_string(),
+                    other => crate::thread::json_text(&other),
                 };
                 ModelToolCall::new(c.id.unwrap_or_else(|| format!("call_{i}")), c.name, args)
             })

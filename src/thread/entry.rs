@@ -144,7 +144,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
         let result = match result.flatten() {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s),
-            Some(other) => Some(other.to_string()),
+            Some(other) => Some(super::json_text(&other)),
         };
         Ok(ToolEntry {
             call_id: call_id.flatten().unwrap_or_default(),

@@ -114,7 +114,7 @@ fn answer(text: &str, history_len: usize, tools: &[ToolDef], lower: Lowercase) -
             ModelToolCall {
                 id: format!("demo_call_{history_len}_{i}"),
                 name: t.name.clone(),
-                arguments: Value::Object(inputs).to_string(),
+                arguments: crate::thread::json_text(&Value::Object(inputs)),
             }
         })
         .collect();
