@@ -3,7 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// A tool as configured on the agent. The JS `execute` and `approvalPolicy` functions stay in
 /// the driver; the engine only knows whether they exist.
@@ -62,8 +61,7 @@ impl ToolPolicy {
     }
 }
 
-/// The per-thread policies, keyed by tool name.
-pub type ToolPolicies = BTreeMap<String, ToolPolicy>;
+pub use super::policies::ToolPolicies;
 
 /// The tools of an agent, in the order they were given.
 #[derive(Debug, Clone, Default)]
