@@ -14,3 +14,9 @@ pub mod thread;
 pub mod driver;
 #[cfg(target_arch = "wasm32")]
 pub mod js;
+
+/// talc instead of std's dlmalloc: about 7 KB less wasm, and faster (single-threaded wasm
+/// only, which is what the package is built for).
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
