@@ -7,6 +7,7 @@
 pub mod engine;
 pub mod providers;
 pub mod schema;
+mod sort;
 pub mod store;
 pub mod thread;
 

@@ -292,7 +292,8 @@ impl Agent {
         let (kind, db) = options::storage(&storage);
         let store = Store::open(&kind, &db).await.map_err(|e| err(e.into()))?;
         let mut list = store.list().await.map_err(|e| err(e.into()))?;
-        list.sort_by(|a, b| b.updated_at.total_cmp(&a.updated_at));
+        // Newest first (descending `total_cmp`), equal times in stored order.
+        crate::sort::sort_by_key(&mut list, |r| !crate::sort::f64_key(r.updated_at));
         let out: Vec<Value> = list
             .iter()
             .map(|r| {
