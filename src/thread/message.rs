@@ -79,7 +79,7 @@ impl Serialize for ContentBlock {
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut map = Map::<String, Value>::deserialize(d)?;
+        let map = Map::<String, Value>::deserialize(d)?;
         let is_plain_text = map.get("type").and_then(Value::as_str) == Some("text")
             && map.get("content").is_some_and(Value::is_string)
             && map
@@ -88,14 +88,15 @@ impl<'de> Deserialize<'de> for ContentBlock {
         if !is_plain_text {
             return Ok(ContentBlock::Other(map));
         }
-        let content = match map.remove("content") {
-            Some(Value::String(s)) => s,
-            _ => unreachable!("checked above"),
-        };
-        let meta = match map.remove("meta") {
-            Some(Value::Object(o)) => o,
-            _ => Map::new(),
-        };
+        // Taken apart by iteration: `Map::remove` would link IndexMap's swap_remove.
+        let (mut content, mut meta) = (String::new(), Map::new());
+        for (key, value) in map {
+            match (key.as_str(), value) {
+                ("content", Value::String(s)) => content = s,
+                ("meta", Value::Object(o)) => meta = o,
+                _ => {}
+            }
+        }
         Ok(ContentBlock::Text { content, meta })
     }
 }
