@@ -72,7 +72,7 @@ named="$tmp/gatehouse_bg.wasm"
 wasm_opt=node_modules/.bin/wasm-opt
 [ -x "$wasm_opt" ] || wasm_opt=$(command -v wasm-opt || true)
 if [ -n "$wasm_opt" ]; then
-  "$wasm_opt" "$named" -Oz -g -o "$tmp/named.wasm" \
+  "$wasm_opt" "$named" -Oz --converge --low-memory-unused -g -o "$tmp/named.wasm" \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue
   named="$tmp/named.wasm"
