@@ -6,10 +6,10 @@
 #   scripts/size-report.sh --no-build   report on the existing pkg/ and release wasm
 #   SIZE_REPORT_TOP=40 scripts/...      how many modules to list (default 25)
 #
-# The breakdown runs wasm-bindgen --keep-debug on the release wasm and wasm-opt -Oz -g (the
-# shipped passes, names kept), so its items are the shipped functions. Two caveats when
-# reading it: wasm-opt inlines functions with one caller into that caller (an async fn's
-# state machine holds most of what it awaits), and generic code is counted under the crate
+# The breakdown runs wasm-bindgen --keep-debug on the release wasm and wasm-opt with the
+# shipped flags plus -g (names kept), so its items are the shipped functions. Two caveats
+# when reading it: rustc inlines an awaited async fn into its caller's state machine (the
+# driver's `drive` holds most of what it awaits), and generic code is counted under the crate
 # that defines it (`serde_json::...<gatehouse::Message>` is serde_json, `core::ptr::
 # drop_in_place<...>` is core). `[data]` is .rodata: string literals, panic locations,
 # unicode and float tables. Needs twiggy (cargo install twiggy); skipped if missing.
@@ -72,7 +72,8 @@ named="$tmp/gatehouse_bg.wasm"
 wasm_opt=node_modules/.bin/wasm-opt
 [ -x "$wasm_opt" ] || wasm_opt=$(command -v wasm-opt || true)
 if [ -n "$wasm_opt" ]; then
-  "$wasm_opt" "$named" -Oz --converge --low-memory-unused -g -o "$tmp/named.wasm" \
+  "$wasm_opt" "$named" -Oz --converge --low-memory-unused --one-caller-inline-max-function-size=20 \
+    -g -o "$tmp/named.wasm" \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue
   named="$tmp/named.wasm"
