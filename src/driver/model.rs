@@ -12,7 +12,6 @@ use crate::providers::{
 };
 use crate::thread::{Message, Usage};
 use js_sys::{Function, Promise};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -171,27 +170,31 @@ fn fetch_error(e: FetchError) -> AgentError {
 }
 
 /// What a `custom` provider function returns.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
 struct CustomAnswer {
-    #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
     tool_calls: Vec<CustomCall>,
-    #[serde(default)]
     usage: Option<Usage>,
-    #[serde(default)]
     stop_reason: Option<String>,
 }
 
-#[derive(Deserialize)]
+crate::json_object::deserialize_object!(CustomAnswer, "struct CustomAnswer" {
+    text: Option<String> = "text" [default],
+    tool_calls: Vec<CustomCall> = "toolCalls" [default],
+    usage: Option<Usage> = "usage" [default],
+    stop_reason: Option<String> = "stopReason" [default],
+});
+
 struct CustomCall {
-    #[serde(default)]
     id: Option<String>,
     name: String,
-    #[serde(default)]
     arguments: Value,
 }
+
+crate::json_object::deserialize_object!(CustomCall, "struct CustomCall" {
+    id: Option<String> = "id" [default],
+    name: String = "name" [required],
+    arguments: Value = "arguments" [default],
+});
 
 async fn custom(
     m: &ModelHandle,

@@ -48,25 +48,27 @@ pub struct ModelConfig {
 }
 
 /// The JS-facing shape, before the checks. Unknown keys are ignored.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
 struct RawModelConfig {
     provider: ProviderKind,
-    #[serde(default)]
     base_url: Option<String>,
-    #[serde(default)]
     api_key: Option<String>,
-    #[serde(default)]
     model: Option<String>,
-    #[serde(default)]
     max_tokens: Option<u32>,
-    #[serde(default)]
     temperature: Option<f64>,
-    #[serde(default)]
     stream: Option<bool>,
-    #[serde(default)]
     headers: Option<Map<String, Value>>,
 }
+
+crate::json_object::deserialize_object!(RawModelConfig, "struct RawModelConfig" {
+    provider: ProviderKind = "provider" [required],
+    base_url: Option<String> = "baseUrl" [default],
+    api_key: Option<String> = "apiKey" [default],
+    model: Option<String> = "model" [default],
+    max_tokens: Option<u32> = "maxTokens" [default],
+    temperature: Option<f64> = "temperature" [default],
+    stream: Option<bool> = "stream" [default],
+    headers: Option<Map<String, Value>> = "headers" [default],
+});
 
 impl TryFrom<RawModelConfig> for ModelConfig {
     type Error = String;

@@ -20,15 +20,20 @@ pub enum Role {
 }
 
 /// Token usage, all four keys always present.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
-    #[serde(default)]
     pub cached_input_tokens: u64,
-    #[serde(default)]
     pub reasoning_tokens: u64,
 }
+
+crate::json_object::deserialize_object!(Usage, "struct Usage" {
+    input_tokens: u64 = "input_tokens" [required],
+    output_tokens: u64 = "output_tokens" [required],
+    cached_input_tokens: u64 = "cached_input_tokens" [default],
+    reasoning_tokens: u64 = "reasoning_tokens" [default],
+});
 
 /// A content block. Text is typed; any other block (reasoning, image, file...) is kept as it
 /// was written so that a round trip loses nothing.
