@@ -64,9 +64,110 @@ macro_rules! deserialize_object {
 
 pub(crate) use deserialize_object;
 
+/// `Deserialize` for an enum of unit variants, as `#[derive(Deserialize)]` reads it (a string,
+/// or the `{"variant": null}` form, with the same errors), through one shared visitor
+/// instead of a visitor pair per enum:
+/// `deserialize_unit_enum!(Role, "Role" { User = "user", Assistant = "assistant" })`.
+macro_rules! deserialize_unit_enum {
+    ($ty:ident, $name:literal { $($variant:ident = $text:literal),* $(,)? }) => {
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                const VARIANTS: &[&str] = &[$($text),*];
+                const ALL: &[$ty] = &[$($ty::$variant),*];
+                let i = $crate::json_object::unit_variant(d, $name, VARIANTS)?;
+                Ok(ALL[i])
+            }
+        }
+    };
+}
+
+pub(crate) use deserialize_unit_enum;
+
+/// The index in `variants` of the unit variant `d` holds.
+pub(crate) fn unit_variant<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    name: &'static str,
+    variants: &'static [&'static str],
+) -> Result<usize, D::Error> {
+    use serde::de::{DeserializeSeed, EnumAccess, Error, VariantAccess, Visitor};
+
+    struct UnitVariant(&'static [&'static str]);
+
+    impl<'de> Visitor<'de> for UnitVariant {
+        type Value = usize;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("variant identifier")
+        }
+
+        // The name is checked inside the deserializer, as the derived impl does, so that
+        // serde_json adds the position to an unknown variant's error.
+        fn visit_str<E: Error>(self, name: &str) -> Result<usize, E> {
+            let i = self.0.iter().position(|v| *v == name);
+            i.ok_or_else(|| E::unknown_variant(name, self.0))
+        }
+
+        fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<usize, A::Error> {
+            let (i, access) = data.variant_seed(self)?;
+            access.unit_variant()?;
+            Ok(i)
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for UnitVariant {
+        type Value = usize;
+
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
+            d.deserialize_identifier(self)
+        }
+    }
+
+    d.deserialize_enum(name, variants, UnitVariant(variants))
+}
+
 #[cfg(test)]
 mod tests {
     use serde::Deserialize;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum DerivedKind {
+        Plain,
+        Fancy,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum OurKind {
+        Plain,
+        Fancy,
+    }
+
+    deserialize_unit_enum!(OurKind, "OurKind" { Plain = "plain", Fancy = "fancy" });
+
+    #[test]
+    fn unit_enums_read_as_the_derived_impl_reads_them() {
+        for text in [
+            r#""plain""#,
+            r#""fancy""#,
+            r#""other""#,
+            r#""Plain""#,
+            r#"{"fancy":null}"#,
+            r#"{"fancy":5}"#,
+            r#"{"nope":null}"#,
+            r#"5"#,
+            r#"null"#,
+            r#"["plain"]"#,
+            r#""#,
+        ] {
+            let derived = serde_json::from_str::<DerivedKind>(text)
+                .map(|k| k as u8)
+                .map_err(|e| e.to_string());
+            let ours = serde_json::from_str::<OurKind>(text)
+                .map(|k| k as u8)
+                .map_err(|e| e.to_string());
+            assert_eq!(derived, ours, "{text}");
+        }
+    }
 
     #[derive(Debug, PartialEq, Deserialize)]
     #[serde(rename_all = "camelCase")]

@@ -14,7 +14,7 @@ pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ProviderKind {
     /// OpenAI Chat Completions and compatible servers (Ollama, vLLM, LM Studio).
     #[serde(rename = "openai")]
@@ -28,6 +28,13 @@ pub enum ProviderKind {
     #[serde(rename = "custom")]
     Custom,
 }
+
+crate::json_object::deserialize_unit_enum!(ProviderKind, "ProviderKind" {
+    OpenAi = "openai",
+    Anthropic = "anthropic",
+    Demo = "demo",
+    Custom = "custom",
+});
 
 #[derive(Clone, PartialEq, Deserialize)]
 #[serde(try_from = "RawModelConfig")]

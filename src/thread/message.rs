@@ -12,12 +12,14 @@ use std::fmt;
 pub const META_STOP_REASON: &str = "stop_reason";
 pub const META_RESUME_TOKEN: &str = "resume_token";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
     Assistant,
 }
+
+crate::json_object::deserialize_unit_enum!(Role, "Role" { User = "user", Assistant = "assistant" });
 
 /// Token usage, all four keys always present.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
