@@ -7,7 +7,7 @@
 pub fn sort_by_key<T>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
     let mut order: Vec<(u64, usize)> = items.iter().map(&key).zip(0..).collect();
     merge_sort(&mut order);
-    let mut slots: Vec<Option<T>> = items.drain(..).map(Some).collect();
+    let mut slots: Vec<Option<T>> = std::mem::take(items).into_iter().map(Some).collect();
     items.extend(order.into_iter().filter_map(|(_, i)| slots[i].take()));
 }
 

@@ -220,7 +220,11 @@ impl Big {
                 self.0.push(carry);
             }
         }
-        self.0.splice(0..0, std::iter::repeat_n(0, limbs));
+        if limbs > 0 {
+            let mut shifted = vec![0; limbs];
+            shifted.extend_from_slice(&self.0);
+            self.0 = shifted;
+        }
     }
 
     fn significant(&self) -> &[u32] {
