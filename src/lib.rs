@@ -5,8 +5,10 @@
 //! `js`) for browsers. Data flows one way: JS → glue → driver → engine, and back as steps.
 
 pub mod engine;
+mod json_object;
 pub mod providers;
 pub mod schema;
+mod sort;
 pub mod store;
 pub mod thread;
 
@@ -14,3 +16,9 @@ pub mod thread;
 pub mod driver;
 #[cfg(target_arch = "wasm32")]
 pub mod js;
+
+/// talc instead of std's dlmalloc: about 7 KB less wasm, and faster (single-threaded wasm
+/// only, which is what the package is built for).
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();

@@ -258,8 +258,7 @@ async fn drive(s: &Shared, opts: &RunOptions) -> Result<Option<Outcome>, AgentEr
             Step::Yield(outcome) => {
                 if ev.enabled() {
                     let g = s.borrow();
-                    let status = outcome_status(outcome);
-                    ev.emit(json!({ "type": status, "message": g.engine.tail() }));
+                    ev.with_message(outcome_status(outcome), g.engine.tail());
                 }
                 return Ok(Some(outcome));
             }

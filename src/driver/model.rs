@@ -5,14 +5,13 @@ use super::error::AgentError;
 use super::events::Emitter;
 use super::fetch::{self, AbortLink, BodyReader, FetchError};
 use crate::engine::{ModelOutput, ModelToolCall};
-use crate::js::convert::{from_js, to_js};
+use crate::js::convert::{from_js_as, json_object, json_string, parse_js};
 use crate::providers::{
     ModelConfig, ProviderError, ProviderKind, ResponseStream, RetryPolicy, StreamDelta, ToolDef,
     build_request, demo, parse_response,
 };
 use crate::thread::{Message, Usage};
 use js_sys::{Function, Promise};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -39,7 +38,7 @@ pub async fn call(
     }
     match m.cfg.provider {
         ProviderKind::Demo => {
-            let out = demo::respond(history, tools);
+            let out = demo::respond_with(history, tools, js_lowercase);
             for d in demo::stream_deltas(&out) {
                 emit_delta(ev, &d);
             }
@@ -157,6 +156,12 @@ fn emit_delta(ev: &Emitter, d: &StreamDelta) {
     }
 }
 
+/// JS's `toLowerCase` (the Unicode default case conversion, like `str::to_lowercase`,
+/// without linking Rust's case tables).
+fn js_lowercase(s: &str) -> String {
+    js_sys::JsString::from(s).to_lower_case().into()
+}
+
 fn fetch_error(e: FetchError) -> AgentError {
     match e {
         FetchError::Aborted => AgentError::Aborted,
@@ -165,27 +170,31 @@ fn fetch_error(e: FetchError) -> AgentError {
 }
 
 /// What a `custom` provider function returns.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
 struct CustomAnswer {
-    #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
     tool_calls: Vec<CustomCall>,
-    #[serde(default)]
     usage: Option<Usage>,
-    #[serde(default)]
     stop_reason: Option<String>,
 }
 
-#[derive(Deserialize)]
+crate::json_object::deserialize_object!(CustomAnswer, "struct CustomAnswer" {
+    text: Option<String> = "text" [default],
+    tool_calls: Vec<CustomCall> = "toolCalls" [default],
+    usage: Option<Usage> = "usage" [default],
+    stop_reason: Option<String> = "stopReason" [default],
+});
+
 struct CustomCall {
-    #[serde(default)]
     id: Option<String>,
     name: String,
-    #[serde(default)]
     arguments: Value,
 }
+
+crate::json_object::deserialize_object!(CustomCall, "struct CustomCall" {
+    id: Option<String> = "id" [default],
+    name: String = "name" [required],
+    arguments: Value = "arguments" [default],
+});
 
 async fn custom(
     m: &ModelHandle,
@@ -203,8 +212,20 @@ async fn custom(
             |t| json!({ "name": t.name, "description": t.description, "parameters": t.parameters }),
         )
         .collect();
-    let request =
-        to_js(&json!({ "messages": history, "tools": tool_list, "instructions": instructions }));
+    let request = parse_js(&json_object(&[
+        (
+            "messages",
+            &serde_json::to_string(history).unwrap_or_default(),
+        ),
+        (
+            "tools",
+            &serde_json::to_string(&tool_list).unwrap_or_default(),
+        ),
+        (
+            "instructions",
+            &instructions.map_or_else(|| "null".to_owned(), json_string),
+        ),
+    ]));
     if let Some(sig) = signal {
         let _ = js_sys::Reflect::set(&request, &"signal".into(), sig);
     }
@@ -218,8 +239,7 @@ async fn custom(
     if signal.is_some_and(AbortSignal::aborted) {
         return Err(AgentError::Aborted);
     }
-    let v = from_js(&ret).map_err(|e| bad_custom(&e))?;
-    let a: CustomAnswer = serde_json::from_value(v).map_err(|e| bad_custom(&e.to_string()))?;
+    let a: CustomAnswer = from_js_as(&ret).map_err(|e| bad_custom(&e))?;
     Ok(ModelOutput {
         text: a.text.unwrap_or_default(),
         tool_calls: a
@@ -230,7 +250,7 @@ async fn custom(
                 let args = match c.arguments {
                     Value::String(s) => s,
                     Value::Null => String::new(),
-                    other => other.to_string(),
+                    other => crate::thread::json_text(&other),
                 };
                 ModelToolCall::new(c.id.unwrap_or_else(|| format!("call_{i}")), c.name, args)
             })

@@ -5,6 +5,7 @@ mod decisions;
 mod error;
 mod machine;
 mod model;
+mod policies;
 pub mod results;
 mod state;
 mod tools;

@@ -1,5 +1,6 @@
 //! The result strings the model sees for calls that did not run normally.
 
+use crate::thread::json_text;
 use serde_json::{Value, json};
 
 /// Neuron's default reason. With the template's own ". " it reads "provided.. Do not", byte
@@ -36,14 +37,14 @@ pub fn error_result(code: &str, message: &str, details: &[String]) -> String {
     if !details.is_empty() {
         v["details"] = Value::from(details.to_vec());
     }
-    v.to_string()
+    json_text(&v)
 }
 
 /// A tool's output as the `result` string: strings as they are, anything else JSON-encoded.
 pub fn output_to_result(output: &Value) -> String {
     match output {
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        other => json_text(other),
     }
 }
 

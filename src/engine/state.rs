@@ -3,21 +3,26 @@
 
 use super::tools::ToolPolicies;
 use crate::thread::{Message, MessageId};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// One finished call of a run: its result string as the model will see it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallResult {
     pub call_id: String,
     pub result: String,
 }
 
+crate::json_object::deserialize_object!(CallResult, "struct CallResult" {
+    call_id: String = "callId" [required],
+    result: String = "result" [required],
+});
+
 /// The execution journal of the tail `tool_call` message while its calls are being decided,
 /// run or awaited. It lives in the thread record, beside the messages, so the message JSON stays
 /// exactly the documented shape. It exists from the moment the `tool_call` message is written
 /// until its `tool_call_result` message is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunJournal {
     /// The `tool_call` message this journal belongs to (always the tail while it exists).
@@ -26,9 +31,15 @@ pub struct RunJournal {
     pub results: Vec<CallResult>,
     /// A call whose `execute` began and has not finished. Written before the tool runs, cleared
     /// in the same write as its result; found set on reload, it means the page died mid-call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub started: Option<String>,
 }
+
+crate::json_object::deserialize_object!(RunJournal, "struct RunJournal" {
+    call_message_id: MessageId = "callMessageId" [required],
+    results: Vec<CallResult> = "results" [required],
+    started: Option<String> = "started" [default],
+});
 
 impl RunJournal {
     pub fn new(call_message_id: MessageId) -> Self {

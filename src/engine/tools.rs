@@ -1,9 +1,8 @@
 //! Tool definitions as the engine sees them, per-thread policies, and the gating precedence
 //! (SPEC §3.1).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// A tool as configured on the agent. The JS `execute` and `approvalPolicy` functions stay in
 /// the driver; the engine only knows whether they exist.
@@ -47,14 +46,19 @@ impl ToolSpec {
 }
 
 /// Per-thread overrides of a tool's defaults. `None` means "use the tool's own value".
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolPolicy {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_approve: Option<bool>,
 }
+
+crate::json_object::deserialize_object!(ToolPolicy, "struct ToolPolicy" {
+    enabled: Option<bool> = "enabled" [default],
+    auto_approve: Option<bool> = "autoApprove" [default],
+});
 
 impl ToolPolicy {
     pub fn is_empty(&self) -> bool {
@@ -62,8 +66,7 @@ impl ToolPolicy {
     }
 }
 
-/// The per-thread policies, keyed by tool name.
-pub type ToolPolicies = BTreeMap<String, ToolPolicy>;
+pub use super::policies::ToolPolicies;
 
 /// The tools of an agent, in the order they were given.
 #[derive(Debug, Clone, Default)]

@@ -5,7 +5,7 @@ use crate::driver::error::AgentError;
 use crate::driver::store::Store;
 use crate::driver::{self, Input, OpenOptions, RunOptions, Shared, outcome_status};
 use crate::engine::{EngineError, Outcome, ThreadStatus};
-use crate::js::convert::{from_js, to_js};
+use crate::js::convert::{from_js, json_object, json_string, message_json, parse_js, to_js};
 use crate::js::error::{invalid_config, to_js_error};
 use crate::js::options;
 use js_sys::Reflect;
@@ -296,7 +296,8 @@ impl Agent {
         let (kind, db) = options::storage(&storage);
         let store = Store::open(&kind, &db).await.map_err(|e| err(e.into()))?;
         let mut list = store.list().await.map_err(|e| err(e.into()))?;
-        list.sort_by(|a, b| b.updated_at.total_cmp(&a.updated_at));
+        // Newest first (descending `total_cmp`), equal times in stored order.
+        crate::sort::sort_by_key(&mut list, |r| !crate::sort::f64_key(r.updated_at));
         let out: Vec<Value> = list
             .iter()
             .map(|r| {
@@ -337,16 +338,18 @@ impl Agent {
                 _ => "completed",
             },
         };
-        let mut v = json!({ "status": status, "message": g.engine.tail() });
+        let status = json_string(status);
+        let message = message_json(g.engine.tail());
+        let mut fields = vec![("status", status.as_str()), ("message", message.as_str())];
         if matches!(
             outcome,
             Some(Outcome::Completed {
                 max_steps_reached: true
             })
         ) {
-            v["stopReason"] = json!("max_steps");
+            fields.push(("stopReason", "\"max_steps\""));
         }
-        to_js(&v)
+        parse_js(&json_object(&fields))
     }
 }
 

@@ -4,7 +4,7 @@ use crate::driver::error::AgentError;
 use crate::driver::model::ModelHandle;
 use crate::driver::tools::JsTool;
 use crate::engine::EngineConfig;
-use crate::js::convert::from_js;
+use crate::js::convert::{from_js, from_js_as, from_json};
 use crate::providers::{ModelConfig, RetryPolicy};
 use js_sys::{Array, Function, Reflect};
 use serde_json::Value;
@@ -39,13 +39,12 @@ pub fn parse(options: &JsValue) -> Result<AgentOptions, AgentError> {
         .ok_or_else(|| bad("`threadId` is required (a non-empty string)"))?;
 
     let model_js = get(options, "model");
-    let model_json = if model_js.is_undefined() {
-        serde_json::json!({ "provider": "demo" })
+    let cfg: Result<ModelConfig, String> = if model_js.is_undefined() {
+        from_json(r#"{"provider":"demo"}"#)
     } else {
-        from_js(&model_js).map_err(|e| bad(format!("`model`: {e}")))?
+        from_js_as(&model_js)
     };
-    let cfg: ModelConfig =
-        serde_json::from_value(model_json).map_err(|e| bad(format!("`model`: {e}")))?;
+    let cfg = cfg.map_err(|e| bad(format!("`model`: {e}")))?;
     cfg.validate().map_err(AgentError::from)?;
     let custom = get(&model_js, "call").dyn_into::<Function>().ok();
     if cfg.provider == crate::providers::ProviderKind::Custom && custom.is_none() {

@@ -8,7 +8,7 @@ use super::{
     usage, with_extra_headers,
 };
 use crate::engine::{ModelOutput, ModelToolCall};
-use crate::thread::{Message, MessageKind, Role, Usage};
+use crate::thread::{Message, MessageKind, Role, Usage, json_text};
 use serde_json::{Map, Value, json};
 
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -56,7 +56,7 @@ pub(crate) fn build(
     HttpRequest {
         url: cfg.endpoint(),
         headers: with_extra_headers(headers, cfg),
-        body: Value::Object(body).to_string(),
+        body: json_text(&Value::Object(body)),
     }
 }
 
@@ -148,7 +148,7 @@ pub(crate) fn parse(body: &str) -> Result<ModelOutput, ProviderError> {
                 arguments: match block.get("input") {
                     None => "{}".to_owned(),
                     Some(Value::String(raw)) => raw.clone(),
-                    Some(v) => v.to_string(),
+                    Some(v) => json_text(v),
                 },
             }),
             // thinking, server tool blocks...: not part of what the engine consumes.
@@ -180,7 +180,7 @@ fn reported_error(v: &Value) -> ProviderError {
     let (message, error_type) = error_fields(v);
     ProviderError::Stream {
         error_type,
-        message: message.unwrap_or_else(|| v.to_string()),
+        message: message.unwrap_or_else(|| json_text(v)),
     }
 }
 
@@ -261,7 +261,7 @@ impl AnthropicStream {
                             self.calls
                                 .start(order, str_at(block, "id"), str_at(block, "name"));
                         if let Some(input) = block.get("input").filter(|i| i.is_object()) {
-                            self.calls.set_fallback_arguments(slot, input.to_string());
+                            self.calls.set_fallback_arguments(slot, json_text(input));
                         }
                         self.blocks.push((order, slot));
                         out.push(started);

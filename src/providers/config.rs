@@ -14,7 +14,7 @@ pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ProviderKind {
     /// OpenAI Chat Completions and compatible servers (Ollama, vLLM, LM Studio).
     #[serde(rename = "openai")]
@@ -28,6 +28,13 @@ pub enum ProviderKind {
     #[serde(rename = "custom")]
     Custom,
 }
+
+crate::json_object::deserialize_unit_enum!(ProviderKind, "ProviderKind" {
+    OpenAi = "openai",
+    Anthropic = "anthropic",
+    Demo = "demo",
+    Custom = "custom",
+});
 
 #[derive(Clone, PartialEq, Deserialize)]
 #[serde(try_from = "RawModelConfig")]
@@ -48,25 +55,27 @@ pub struct ModelConfig {
 }
 
 /// The JS-facing shape, before the checks. Unknown keys are ignored.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
 struct RawModelConfig {
     provider: ProviderKind,
-    #[serde(default)]
     base_url: Option<String>,
-    #[serde(default)]
     api_key: Option<String>,
-    #[serde(default)]
     model: Option<String>,
-    #[serde(default)]
     max_tokens: Option<u32>,
-    #[serde(default)]
     temperature: Option<f64>,
-    #[serde(default)]
     stream: Option<bool>,
-    #[serde(default)]
     headers: Option<Map<String, Value>>,
 }
+
+crate::json_object::deserialize_object!(RawModelConfig, "struct RawModelConfig" {
+    provider: ProviderKind = "provider" [required],
+    base_url: Option<String> = "baseUrl" [default],
+    api_key: Option<String> = "apiKey" [default],
+    model: Option<String> = "model" [default],
+    max_tokens: Option<u32> = "maxTokens" [default],
+    temperature: Option<f64> = "temperature" [default],
+    stream: Option<bool> = "stream" [default],
+    headers: Option<Map<String, Value>> = "headers" [default],
+});
 
 impl TryFrom<RawModelConfig> for ModelConfig {
     type Error = String;

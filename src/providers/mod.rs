@@ -15,6 +15,7 @@ mod anthropic;
 mod config;
 pub mod demo;
 mod error;
+mod float;
 mod openai;
 mod retry;
 pub mod sse;

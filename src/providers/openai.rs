@@ -8,7 +8,7 @@ use super::{
     ModelConfig, ToolDef, compact_json, count_at, header, str_at, usage, with_extra_headers,
 };
 use crate::engine::{ModelOutput, ModelToolCall};
-use crate::thread::{Message, MessageKind, Role, Usage};
+use crate::thread::{Message, MessageKind, Role, Usage, json_text};
 use serde_json::{Map, Value, json};
 
 pub(crate) fn build(
@@ -59,7 +59,7 @@ pub(crate) fn build(
     HttpRequest {
         url,
         headers: with_extra_headers(headers, cfg),
-        body: Value::Object(body).to_string(),
+        body: json_text(&Value::Object(body)),
     }
 }
 
@@ -145,7 +145,7 @@ pub(crate) fn parse(body: &str) -> Result<ModelOutput, ProviderError> {
         let arguments = match f.get("arguments") {
             Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
             // Some compatible servers send the arguments as an object, not as JSON text.
-            Some(obj @ Value::Object(_)) => obj.to_string(),
+            Some(obj @ Value::Object(_)) => json_text(obj),
             _ => "{}".to_owned(),
         };
         tool_calls.push(ModelToolCall {
@@ -192,7 +192,7 @@ fn check_error(v: &Value, sse_event: Option<&str>) -> Result<(), ProviderError> 
     let (message, error_type) = error_fields(v);
     Err(ProviderError::Stream {
         error_type,
-        message: message.unwrap_or_else(|| v.to_string()),
+        message: message.unwrap_or_else(|| json_text(v)),
     })
 }
 

@@ -89,7 +89,7 @@ fn retry_after_ms(value: &str, now_ms: u64) -> Option<u64> {
     }
     // Not in the RFC, but sent by some servers: fractional seconds.
     if v.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        if let Ok(secs) = v.parse::<f64>() {
+        if let Some(secs) = super::float::parse_f64(v) {
             return Some((secs * 1000.0).ceil() as u64);
         }
     }

@@ -199,7 +199,8 @@ impl ToolCallSlots {
     /// without arguments gets `{}`.
     pub fn into_calls(self) -> Vec<ModelToolCall> {
         let mut calls: Vec<(usize, PendingCall)> = self.calls.into_iter().enumerate().collect();
-        calls.sort_by_key(|(slot, c)| (c.order, *slot));
+        // Stable: calls of equal order stay in slot order.
+        crate::sort::sort_by_key(&mut calls, |(_, c)| c.order);
         calls
             .into_iter()
             .map(|(slot, c)| {

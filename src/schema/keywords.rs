@@ -53,7 +53,7 @@ fn check_counts(
 }
 
 fn quote(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
+    crate::thread::json_text(&Value::String(s.to_string()))
 }
 
 pub fn object<'s>(v: &mut Validator<'s>, map: &'s Map<String, Value>, obj: &Map<String, Value>) {

@@ -76,7 +76,7 @@ pub fn describe(value: &Value) -> String {
 
 /// Compact JSON text of a value, cut to [`PREVIEW_CHARS`] characters with `...`.
 pub fn render(value: &Value) -> String {
-    let text = value.to_string();
+    let text = crate::thread::json_text(value);
     match text.char_indices().nth(PREVIEW_CHARS) {
         Some((cut, _)) => {
             let mut short = text[..cut].to_string();

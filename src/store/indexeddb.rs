@@ -25,16 +25,11 @@ mod js;
 
 use super::record::{MessageRow, Snapshot, StoreError, ThreadRecord, plan_commit};
 use crate::engine::Commit;
-use indexed_db_futures::database::Database;
-use indexed_db_futures::internals::SystemRepr;
-use indexed_db_futures::prelude::*;
-use indexed_db_futures::transaction::{Transaction, TransactionMode};
-use indexed_db_futures::{KeyPath, KeyRange};
+use js::Tx;
 use wasm_bindgen::JsValue;
-use wasm_bindgen::closure::Closure;
 
 /// The IndexedDB version of the schema above. Later versions add their upgrade step to
-/// `open` (`old_version < N`).
+/// `open` (in `js.rs`, `oldVersion < N`).
 pub const DB_VERSION: u32 = 1;
 const THREADS: &str = "threads";
 const MESSAGES: &str = "messages";
@@ -42,10 +37,9 @@ const MESSAGES: &str = "messages";
 /// A connection to one Gatehouse database. Handles on the same database (in this page or in
 /// other tabs) see each other's commits; a commit made from an older version is a conflict.
 pub struct IndexedDbStore {
-    db: Database,
+    /// The `IDBDatabase`.
+    db: JsValue,
     name: String,
-    /// `onversionchange`: closes this connection so another one can upgrade or delete.
-    _on_version_change: Closure<dyn FnMut()>,
 }
 
 impl std::fmt::Debug for IndexedDbStore {
@@ -61,45 +55,20 @@ impl IndexedDbStore {
     /// (some private modes), a newer database version written by a later release, a refused
     /// open — is `Unavailable`.
     pub async fn open(database: &str) -> Result<Self, StoreError> {
-        let db = Database::open(database)
-            .with_version(DB_VERSION)
-            .with_on_upgrade_needed(|event, db| {
-                if event.old_version() < 1.0 {
-                    db.create_object_store(THREADS)
-                        .with_key_path(KeyPath::One("id"))
-                        .build()?;
-                    db.create_object_store(MESSAGES)
-                        .with_key_path(KeyPath::from(["thread", "seq"]))
-                        .build()?;
-                }
-                Ok(())
-            })
-            .build()
-            .map_err(js::open_error)?
-            .await
-            .map_err(js::open_error)?;
-        let names: Vec<String> = db.object_store_names().collect();
+        let db = js::open(database, DB_VERSION).await?;
         if let Some(missing) = [THREADS, MESSAGES]
             .into_iter()
-            .find(|s| !names.iter().any(|n| n == s))
+            .find(|s| !js::has_store(&db, s))
         {
-            db.close();
+            js::close(&db);
             return Err(StoreError::Unavailable(format!(
                 "database {database:?} (version {DB_VERSION}) is not a Gatehouse database: \
                  it has no {missing:?} object store"
             )));
         }
-        let conn = db.clone();
-        let on_version_change = Closure::<dyn FnMut()>::new(move || conn.clone().close());
-        let _ = js_sys::Reflect::set(
-            db.as_sys().as_ref(),
-            &JsValue::from_str("onversionchange"),
-            on_version_change.as_ref(),
-        );
         Ok(IndexedDbStore {
             db,
             name: database.to_owned(),
-            _on_version_change: on_version_change,
         })
     }
 
@@ -111,7 +80,7 @@ impl IndexedDbStore {
     /// The thread's record and tail message; a thread never written is version 0 with no
     /// tail. Two gets, whatever the thread's length.
     pub async fn load(&self, thread_id: &str, now_ms: f64) -> Result<Snapshot, StoreError> {
-        let tx = self.begin(TransactionMode::Readonly)?;
+        let tx = self.begin(false)?;
         let Some(record) = get_record(&tx, thread_id).await? else {
             return Ok(Snapshot {
                 record: ThreadRecord::new(thread_id, now_ms),
@@ -140,8 +109,7 @@ impl IndexedDbStore {
         commit: &Commit,
         now_ms: f64,
     ) -> Result<ThreadRecord, StoreError> {
-        let tx = self.begin(TransactionMode::Readwrite)?;
-        let raw_tx: JsValue = tx.as_sys().clone().into();
+        let tx = self.begin(true)?;
         let current = get_record(&tx, thread_id)
             .await?
             .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms));
@@ -164,36 +132,20 @@ impl IndexedDbStore {
             Err(e) => {
                 // Nothing was written; wait for the rollback so the caller's next read is
                 // not queued behind it.
-                let _ = tx.abort().await;
+                tx.abort().await;
                 return Err(e);
             }
         };
         // All requests are queued now, synchronously: the transaction must not go idle. A
-        // request is sent when built; dropping its future only drops the Rust side, and its
-        // failure arrives through the transaction (an early return drops it: abort).
-        {
-            let messages = tx.object_store(MESSAGES).map_err(js::idb)?;
-            let writer = js::RowWriter::new(thread_id);
-            for row in &plan.rows {
-                drop(
-                    messages
-                        .put(writer.value(row)?)
-                        .primitive()
-                        .map_err(js::idb)?,
-                );
-            }
-            let threads = tx.object_store(THREADS).map_err(js::idb)?;
-            drop(
-                threads
-                    .put(js::record_to_js(&plan.record)?)
-                    .primitive()
-                    .map_err(js::idb)?,
-            );
+        // failure of a queued request arrives through the transaction (and an early return
+        // drops it: abort).
+        let writer = js::RowWriter::new(thread_id);
+        for row in &plan.rows {
+            tx.put(MESSAGES, &writer.value(row)?)?;
         }
-        match tx.commit().await {
-            Ok(()) => Ok(plan.record),
-            Err(e) => Err(js::tx_error(&raw_tx, e)),
-        }
+        tx.put(THREADS, &js::record_to_js(&plan.record)?)?;
+        tx.commit().await?;
+        Ok(plan.record)
     }
 
     /// Up to `limit` messages before `before_seq` (exclusive; `None` = from the tail), oldest
@@ -204,7 +156,7 @@ impl IndexedDbStore {
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
-        let tx = self.begin(TransactionMode::Readonly)?;
+        let tx = self.begin(false)?;
         let Some(record) = get_record(&tx, thread_id).await? else {
             return Ok(Vec::new());
         };
@@ -214,24 +166,14 @@ impl IndexedDbStore {
         if end == start {
             return Ok(Vec::new());
         }
-        // Explicit bounds: `..b` / `..=b` are swapped in indexed_db_futures 0.6.4.
-        let range = KeyRange::Bound(
+        let bounds = (
             js::row_key(thread_id, (start + 1) as f64),
-            false,
             js::row_key(thread_id, end as f64),
-            false,
         );
-        let store = tx.object_store(MESSAGES).map_err(js::idb)?;
-        let values = store
-            .get_all::<JsValue>()
-            .with_query::<JsValue, _>(range)
-            .primitive()
-            .map_err(js::idb)?
-            .await
-            .map_err(js::idb)?;
+        let values = tx.get_all(MESSAGES, Some(bounds)).await?;
         let mut rows = Vec::with_capacity((end - start) as usize);
-        for (seq, value) in (start + 1..=end).zip(values) {
-            let row = js::read_row(thread_id, &value.map_err(js::idb)?)?;
+        for (seq, value) in (start + 1..=end).zip(values.iter()) {
+            let row = js::read_row(thread_id, &value)?;
             if row.seq != seq {
                 return Err(missing(thread_id, seq));
             }
@@ -245,22 +187,11 @@ impl IndexedDbStore {
 
     /// Every stored thread record, by id.
     pub async fn list(&self) -> Result<Vec<ThreadRecord>, StoreError> {
-        let tx = self
-            .db
-            .transaction(THREADS)
-            .with_mode(TransactionMode::Readonly)
-            .build()
-            .map_err(js::idb)?;
-        let store = tx.object_store(THREADS).map_err(js::idb)?;
-        let values = store
-            .get_all::<JsValue>()
-            .primitive()
-            .map_err(js::idb)?
-            .await
-            .map_err(js::idb)?;
+        let tx = Tx::begin(&self.db, &[THREADS], false)?;
+        let values = tx.get_all(THREADS, None).await?;
         values
+            .iter()
             .map(|v| {
-                let v = v.map_err(js::idb)?;
                 let id = js_sys::Reflect::get(&v, &JsValue::from_str("id"))
                     .ok()
                     .and_then(|id| id.as_string())
@@ -272,59 +203,31 @@ impl IndexedDbStore {
 
     /// Deletes a thread: its record and all its messages, in one transaction.
     pub async fn delete(&self, thread_id: &str) -> Result<(), StoreError> {
-        let tx = self.begin(TransactionMode::Readwrite)?;
-        let raw_tx: JsValue = tx.as_sys().clone().into();
-        {
-            let threads = tx.object_store(THREADS).map_err(js::idb)?;
-            drop(
-                threads
-                    .delete::<JsValue, _>(KeyRange::Only(JsValue::from_str(thread_id)))
-                    .primitive()
-                    .map_err(js::idb)?,
-            );
-            let messages = tx.object_store(MESSAGES).map_err(js::idb)?;
-            let all = KeyRange::Bound(
-                js::row_key(thread_id, f64::NEG_INFINITY),
-                false,
-                js::row_key(thread_id, f64::INFINITY),
-                false,
-            );
-            drop(
-                messages
-                    .delete::<JsValue, _>(all)
-                    .primitive()
-                    .map_err(js::idb)?,
-            );
-        }
-        tx.commit().await.map_err(|e| js::tx_error(&raw_tx, e))
+        let tx = self.begin(true)?;
+        tx.delete(THREADS, &JsValue::from_str(thread_id), None)?;
+        tx.delete(
+            MESSAGES,
+            &js::row_key(thread_id, f64::NEG_INFINITY),
+            Some(&js::row_key(thread_id, f64::INFINITY)),
+        )?;
+        tx.commit().await
     }
 
     /// Deletes the database `name` (tests, "forget everything"). Open handles on it close
     /// themselves when asked; this waits until they have.
     pub async fn delete_database(name: &str) -> Result<(), StoreError> {
-        Database::delete_by_name(name)
-            .map_err(js::open_error)?
-            .await
-            .map_err(|e| js::open_error(e.into()))
+        js::delete_database(name).await
     }
 
-    fn begin(&self, mode: TransactionMode) -> Result<Transaction<'_>, StoreError> {
-        self.db
-            .transaction([THREADS, MESSAGES])
-            .with_mode(mode)
-            .build()
-            .map_err(js::idb)
+    /// A transaction over both stores.
+    fn begin(&self, readwrite: bool) -> Result<Tx, StoreError> {
+        Tx::begin(&self.db, &[THREADS, MESSAGES], readwrite)
     }
 }
 
 impl Drop for IndexedDbStore {
     fn drop(&mut self) {
-        let _ = js_sys::Reflect::set(
-            self.db.as_sys().as_ref(),
-            &JsValue::from_str("onversionchange"),
-            &JsValue::NULL,
-        );
-        self.db.clone().close();
+        js::close(&self.db);
     }
 }
 
@@ -332,30 +235,13 @@ fn missing(thread_id: &str, seq: u64) -> StoreError {
     StoreError::Corrupt(format!("message {seq} of thread {thread_id:?} is missing"))
 }
 
-async fn get_record(
-    tx: &Transaction<'_>,
-    thread_id: &str,
-) -> Result<Option<ThreadRecord>, StoreError> {
-    let store = tx.object_store(THREADS).map_err(js::idb)?;
-    let value: Option<JsValue> = store
-        .get::<JsValue, JsValue, _>(KeyRange::Only(JsValue::from_str(thread_id)))
-        .primitive()
-        .map_err(js::idb)?
-        .await
-        .map_err(js::idb)?;
-    value.map(|v| js::record_from_js(thread_id, v)).transpose()
+async fn get_record(tx: &Tx, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
+    tx.get(THREADS, &JsValue::from_str(thread_id))
+        .await?
+        .map(|v| js::record_from_js(thread_id, v))
+        .transpose()
 }
 
-async fn get_row(
-    tx: &Transaction<'_>,
-    thread_id: &str,
-    seq: u64,
-) -> Result<Option<JsValue>, StoreError> {
-    let store = tx.object_store(MESSAGES).map_err(js::idb)?;
-    store
-        .get::<JsValue, JsValue, _>(KeyRange::Only(js::row_key(thread_id, seq as f64)))
-        .primitive()
-        .map_err(js::idb)?
-        .await
-        .map_err(js::idb)
+async fn get_row(tx: &Tx, thread_id: &str, seq: u64) -> Result<Option<JsValue>, StoreError> {
+    tx.get(MESSAGES, &js::row_key(thread_id, seq as f64)).await
 }

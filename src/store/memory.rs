@@ -5,7 +5,6 @@
 use super::record::{MessageRow, Snapshot, StoreError, ThreadRecord, plan_commit};
 use crate::engine::Commit;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 #[derive(Debug, Default)]
@@ -14,10 +13,17 @@ struct Thread {
     rows: Vec<MessageRow>,
 }
 
-type Db = Rc<RefCell<BTreeMap<String, Thread>>>;
+/// Threads by id, in id order (`list` returns them so). Plain vectors rather than a
+/// `BTreeMap` and a `HashMap`: a few databases and threads, and each map type costs several
+/// KB of wasm.
+type Db = Rc<RefCell<Vec<(String, Thread)>>>;
 
 thread_local! {
-    static DATABASES: RefCell<HashMap<String, Db>> = RefCell::new(HashMap::new());
+    static DATABASES: RefCell<Vec<(String, Db)>> = const { RefCell::new(Vec::new()) };
+}
+
+fn find(db: &[(String, Thread)], thread_id: &str) -> Result<usize, usize> {
+    db.binary_search_by(|(id, _)| id.as_str().cmp(thread_id))
 }
 
 #[derive(Debug, Clone)]
@@ -30,10 +36,15 @@ impl MemoryStore {
     /// The store named `database` in this realm, created on first use.
     pub fn open(database: &str) -> Self {
         let db = DATABASES.with(|d| {
-            d.borrow_mut()
-                .entry(database.to_owned())
-                .or_default()
-                .clone()
+            let mut d = d.borrow_mut();
+            match d.iter().find(|(name, _)| name == database) {
+                Some((_, db)) => db.clone(),
+                None => {
+                    let db = Db::default();
+                    d.push((database.to_owned(), db.clone()));
+                    db
+                }
+            }
         });
         MemoryStore {
             db,
@@ -47,12 +58,13 @@ impl MemoryStore {
 
     /// Forgets a database (tests).
     pub fn drop_database(database: &str) {
-        DATABASES.with(|d| d.borrow_mut().remove(database));
+        DATABASES.with(|d| d.borrow_mut().retain(|(name, _)| name != database));
     }
 
     pub fn load(&self, thread_id: &str, now_ms: f64) -> Result<Snapshot, StoreError> {
         let db = self.db.borrow();
-        let Some(t) = db.get(thread_id).filter(|t| t.record.is_some()) else {
+        let found = find(&db, thread_id).ok().map(|i| &db[i].1);
+        let Some(t) = found.filter(|t| t.record.is_some()) else {
             return Ok(Snapshot {
                 record: ThreadRecord::new(thread_id, now_ms),
                 tail: None,
@@ -77,7 +89,11 @@ impl MemoryStore {
         now_ms: f64,
     ) -> Result<ThreadRecord, StoreError> {
         let mut db = self.db.borrow_mut();
-        let t = db.entry(thread_id.to_owned()).or_default();
+        let i = find(&db, thread_id).unwrap_or_else(|i| {
+            db.insert(i, (thread_id.to_owned(), Thread::default()));
+            i
+        });
+        let t = &mut db[i].1;
         let current = t
             .record
             .clone()
@@ -115,9 +131,10 @@ impl MemoryStore {
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
         let db = self.db.borrow();
-        let Some(t) = db.get(thread_id) else {
+        let Ok(i) = find(&db, thread_id) else {
             return Ok(Vec::new());
         };
+        let t = &db[i].1;
         let end = before_seq.map_or(t.rows.len(), |s| {
             (s.saturating_sub(1) as usize).min(t.rows.len())
         });
@@ -128,12 +145,15 @@ impl MemoryStore {
     pub fn list(&self) -> Vec<ThreadRecord> {
         self.db
             .borrow()
-            .values()
-            .filter_map(|t| t.record.clone())
+            .iter()
+            .filter_map(|(_, t)| t.record.clone())
             .collect()
     }
 
     pub fn delete(&self, thread_id: &str) {
-        self.db.borrow_mut().remove(thread_id);
+        let mut db = self.db.borrow_mut();
+        if let Ok(i) = find(&db, thread_id) {
+            db.remove(i);
+        }
     }
 }

@@ -4,14 +4,14 @@
 
 use crate::engine::{Commit, RunJournal, ThreadState, ToolPolicies};
 use crate::thread::Message;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::fmt;
 
 /// Bumped whenever the stored shape changes; older records stay readable (tests read frozen
 /// fixtures of every version in `tests/fixtures/store/`).
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadRecord {
     pub id: String,
@@ -23,11 +23,8 @@ pub struct ThreadRecord {
     /// Messages are numbered 1..=message_count; the tail is `message_count`.
     pub message_count: u64,
     /// A short title from the first user message, for thread lists.
-    #[serde(default)]
     pub title: Option<String>,
-    #[serde(default)]
     pub policies: ToolPolicies,
-    #[serde(default)]
     pub run: Option<RunJournal>,
     /// How many entries of the tail await approval, so that a thread list can show which
     /// threads need a decision without reading their messages. Added in schema 1 records
@@ -35,6 +32,20 @@ pub struct ThreadRecord {
     #[serde(default)]
     pub pending_approvals: u32,
 }
+
+// Fields a record of an older format lacks take their defaults.
+crate::json_object::deserialize_object!(ThreadRecord, "struct ThreadRecord" {
+    id: String = "id" [required],
+    schema_version: u32 = "schemaVersion" [required],
+    version: u64 = "version" [required],
+    created_at: f64 = "createdAt" [required],
+    updated_at: f64 = "updatedAt" [required],
+    message_count: u64 = "messageCount" [required],
+    title: Option<String> = "title" [default],
+    policies: ToolPolicies = "policies" [default],
+    run: Option<RunJournal> = "run" [default],
+    pending_approvals: u32 = "pendingApprovals" [default],
+});
 
 impl ThreadRecord {
     /// A thread that does not exist yet (version 0: nothing stored).

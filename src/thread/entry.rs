@@ -7,13 +7,19 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 /// Where a gated call stands. Serialized as `"pending" | "approved" | "rejected"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ApprovalState {
     Pending,
     Approved,
     Rejected,
 }
+
+crate::json_object::deserialize_unit_enum!(ApprovalState, "ApprovalState" {
+    Pending = "pending",
+    Approved = "approved",
+    Rejected = "rejected",
+});
 
 /// The approval fields of a gated entry. An entry without them was never gated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +150,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
         let result = match result.flatten() {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s),
-            Some(other) => Some(other.to_string()),
+            Some(other) => Some(super::json_text(&other)),
         };
         Ok(ToolEntry {
             call_id: call_id.flatten().unwrap_or_default(),

@@ -12,23 +12,30 @@ use std::fmt;
 pub const META_STOP_REASON: &str = "stop_reason";
 pub const META_RESUME_TOKEN: &str = "resume_token";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
     Assistant,
 }
 
+crate::json_object::deserialize_unit_enum!(Role, "Role" { User = "user", Assistant = "assistant" });
+
 /// Token usage, all four keys always present.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
-    #[serde(default)]
     pub cached_input_tokens: u64,
-    #[serde(default)]
     pub reasoning_tokens: u64,
 }
+
+crate::json_object::deserialize_object!(Usage, "struct Usage" {
+    input_tokens: u64 = "input_tokens" [required],
+    output_tokens: u64 = "output_tokens" [required],
+    cached_input_tokens: u64 = "cached_input_tokens" [default],
+    reasoning_tokens: u64 = "reasoning_tokens" [default],
+});
 
 /// A content block. Text is typed; any other block (reasoning, image, file...) is kept as it
 /// was written so that a round trip loses nothing.
@@ -79,7 +86,7 @@ impl Serialize for ContentBlock {
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut map = Map::<String, Value>::deserialize(d)?;
+        let map = Map::<String, Value>::deserialize(d)?;
         let is_plain_text = map.get("type").and_then(Value::as_str) == Some("text")
             && map.get("content").is_some_and(Value::is_string)
             && map
@@ -88,14 +95,15 @@ impl<'de> Deserialize<'de> for ContentBlock {
         if !is_plain_text {
             return Ok(ContentBlock::Other(map));
         }
-        let content = match map.remove("content") {
-            Some(Value::String(s)) => s,
-            _ => unreachable!("checked above"),
-        };
-        let meta = match map.remove("meta") {
-            Some(Value::Object(o)) => o,
-            _ => Map::new(),
-        };
+        // Taken apart by iteration: `Map::remove` would link IndexMap's swap_remove.
+        let (mut content, mut meta) = (String::new(), Map::new());
+        for (key, value) in map {
+            match (key.as_str(), value) {
+                ("content", Value::String(s)) => content = s,
+                ("meta", Value::Object(o)) => meta = o,
+                _ => {}
+            }
+        }
         Ok(ContentBlock::Text { content, meta })
     }
 }

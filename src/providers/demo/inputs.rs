@@ -2,17 +2,22 @@
 //! kind from the user's text (e-mail addresses, URLs, paths, quoted strings, numbers, enum
 //! words), in order of appearance; required ones it cannot find get a placeholder.
 
-use super::word_positions;
+use super::{Lowercase, word_positions};
 use serde_json::{Map, Value, json};
 
 /// The arguments object for a tool with `schema`, from the user's `text`.
-pub(super) fn fill(schema: &Value, text: &str) -> Map<String, Value> {
-    fill_object(schema, &Found::scan(text), text, &mut Used::default())
+pub(super) fn fill(schema: &Value, text: &str, lower: Lowercase) -> Map<String, Value> {
+    fill_object(
+        schema,
+        &Found::scan(text, lower),
+        text,
+        &mut Used::default(),
+    )
 }
 
 /// Values found in the user's text, in order of appearance.
-#[derive(Default)]
 struct Found {
+    lower: Lowercase,
     quoted: Vec<String>,
     paths: Vec<String>,
     emails: Vec<String>,
@@ -31,8 +36,15 @@ struct Used {
 }
 
 impl Found {
-    fn scan(text: &str) -> Found {
-        let mut f = Found::default();
+    fn scan(text: &str, lower: Lowercase) -> Found {
+        let mut f = Found {
+            lower,
+            quoted: Vec::new(),
+            paths: Vec::new(),
+            emails: Vec::new(),
+            urls: Vec::new(),
+            numbers: Vec::new(),
+        };
         let mut rest = text;
         while let Some(open) = rest.find(['"', '“', '`']) {
             f.words(&rest[..open]);
@@ -71,7 +83,7 @@ impl Found {
             self.urls.push(tok.to_owned());
         } else if tok.contains('@') && tok.rsplit('@').next().is_some_and(|d| d.contains('.')) {
             self.emails.push(tok.to_owned());
-        } else if let Ok(n) = tok.parse::<f64>() {
+        } else if let Some(n) = crate::providers::float::parse_f64(tok) {
             if n.is_finite() && !quoted {
                 self.numbers.push(n);
             }
@@ -136,15 +148,15 @@ fn value_for(
     text: &str,
     used: &mut Used,
 ) -> Option<Value> {
-    let lname = name.to_lowercase();
+    let lname = (found.lower)(name);
     let default = prop.get("default").cloned();
     if let Some(options) = prop.get("enum").and_then(Value::as_array) {
-        let lower = text.to_lowercase();
+        let lower = (found.lower)(text);
         let named = options.iter().find(|o| {
             o.as_str().is_some_and(|s| {
                 word_positions(&lower)
                     .iter()
-                    .any(|(_, w)| *w == s.to_lowercase())
+                    .any(|(_, w)| *w == (found.lower)(s))
             })
         });
         let fallback = || default.clone().or_else(|| options.first().cloned());

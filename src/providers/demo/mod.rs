@@ -27,11 +27,23 @@ const GENERIC: &[&str] = &[
     "new", "the", "and", "for", "with", "from", "current", "value", "text", "name", "user", "all",
 ];
 
+/// Lowercases text for the demo's word matching.
+pub type Lowercase = fn(&str) -> String;
+
 pub fn respond(history: &[Message], tools: &[ToolDef]) -> ModelOutput {
+    respond_with(history, tools, str::to_lowercase)
+}
+
+/// [`respond`] with another lowercasing function of the same meaning (Unicode default case
+/// conversion): the browser build passes JS's `toLowerCase`, because `str::to_lowercase`
+/// brings ~16 KB of Unicode case tables into the wasm.
+pub fn respond_with(history: &[Message], tools: &[ToolDef], lower: Lowercase) -> ModelOutput {
     let mut out = match history.last() {
         Some(m) => match &m.kind {
             MessageKind::ToolCallResult(entries) => summarise(entries),
-            MessageKind::Plain if m.role == Role::User => answer(&m.text(), history.len(), tools),
+            MessageKind::Plain if m.role == Role::User => {
+                answer(&m.text(), history.len(), tools, lower)
+            }
             _ => ModelOutput::text("(demo) I have nothing to add."),
         },
         None => ModelOutput::text(format!("(demo) Hello! {}", tools_hint(tools))),
@@ -83,14 +95,14 @@ pub fn stream_deltas(out: &ModelOutput) -> Vec<StreamDelta> {
     deltas
 }
 
-fn answer(text: &str, history_len: usize, tools: &[ToolDef]) -> ModelOutput {
-    let lower = text.to_lowercase();
-    let text_words = word_positions(&lower);
+fn answer(text: &str, history_len: usize, tools: &[ToolDef], lower: Lowercase) -> ModelOutput {
+    let lowered = lower(text);
+    let text_words = word_positions(&lowered);
     let mut mentioned: Vec<(usize, &ToolDef)> = tools
         .iter()
-        .filter_map(|t| Some((mention(t, &lower, &text_words)?, t)))
+        .filter_map(|t| Some((mention(t, &lowered, &text_words, lower)?, t)))
         .collect();
-    mentioned.sort_by_key(|(pos, _)| *pos);
+    crate::sort::sort_by_key(&mut mentioned, |(pos, _)| *pos as u64);
     if mentioned.is_empty() {
         return ModelOutput::text(format!("(demo) You said: {text}\n\n{}", tools_hint(tools)));
     }
@@ -98,11 +110,11 @@ fn answer(text: &str, history_len: usize, tools: &[ToolDef]) -> ModelOutput {
         .iter()
         .enumerate()
         .map(|(i, (_, t))| {
-            let inputs = inputs::fill(&t.schema(), text);
+            let inputs = inputs::fill(&t.schema(), text, lower);
             ModelToolCall {
                 id: format!("demo_call_{history_len}_{i}"),
                 name: t.name.clone(),
-                arguments: Value::Object(inputs).to_string(),
+                arguments: crate::thread::json_text(&Value::Object(inputs)),
             }
         })
         .collect();
@@ -185,8 +197,13 @@ fn word_positions(lower: &str) -> Vec<(usize, &str)> {
 }
 
 /// Where the user first mentions the tool, if at all.
-fn mention(tool: &ToolDef, lower: &str, text_words: &[(usize, &str)]) -> Option<usize> {
-    let name = tool.name.to_lowercase();
+fn mention(
+    tool: &ToolDef,
+    lower: &str,
+    text_words: &[(usize, &str)],
+    lowercase: Lowercase,
+) -> Option<usize> {
+    let name = lowercase(&tool.name);
     let whole = lower.match_indices(&name).map(|(i, _)| i).find(|&i| {
         let boundary = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
         boundary(lower[..i].chars().next_back()) && boundary(lower[i + name.len()..].chars().next())
@@ -196,7 +213,8 @@ fn mention(tool: &ToolDef, lower: &str, text_words: &[(usize, &str)]) -> Option<
         if c.is_uppercase() {
             spaced.push(' '); // camelCase boundary
         }
-        spaced.extend(c.to_lowercase());
+        // Char by char, like `char::to_lowercase` (no word-final sigma).
+        spaced.push_str(&lowercase(c.encode_utf8(&mut [0; 4])));
     }
     let name_words: Vec<(usize, &str)> = word_positions(&spaced)
         .into_iter()

@@ -1,10 +1,192 @@
-//! The JS side of the IndexedDB store: keys, the stored shapes of rows and records, and the
-//! mapping of DOM exceptions to [`StoreError`].
+//! The JS side of the IndexedDB store: the IndexedDB calls (a few lines of JS, each request
+//! as a Promise), keys, the stored shapes of rows and records, and the mapping of DOM
+//! exceptions to [`StoreError`].
+//!
+//! Awaiting these Promises keeps a transaction alive: a request's Promise settles in its
+//! `success` event, the Rust task resumes in the microtasks that follow, and the transaction
+//! is still active there (the same rule the `idb` JS library relies on). So, as before, no
+//! other work may be awaited while a transaction is open.
 
 use crate::store::record::{MessageRow, StoreError, ThreadRecord};
-use indexed_db_futures::error::{Error, OpenDbError};
-use js_sys::{Array, Object, Reflect};
-use wasm_bindgen::JsValue;
+use js_sys::{Array, Object, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+// The schema of DB_VERSION 1 is created in `onupgradeneeded`; a later version adds its step
+// under `e.oldVersion < N`. A connection closes itself when another one asks for a version
+// change (an upgrade or a delete elsewhere), so it never blocks them.
+#[wasm_bindgen(inline_js = r#"
+const run = (make) => new Promise((ok, fail) => {
+  const r = make();
+  r.onsuccess = () => ok(r.result);
+  r.onerror = () => fail(r.error);
+});
+const range = (lo, hi) => hi === undefined ? lo : IDBKeyRange.bound(lo, hi);
+export function gh_idb_open(name, version) {
+  return run(() => {
+    const r = indexedDB.open(name, version);
+    r.onupgradeneeded = (e) => {
+      if (e.oldVersion < 1) {
+        r.result.createObjectStore("threads", { keyPath: "id" });
+        r.result.createObjectStore("messages", { keyPath: ["thread", "seq"] });
+      }
+    };
+    return r;
+  }).then((db) => {
+    db.onversionchange = () => db.close();
+    return db;
+  });
+}
+export function gh_idb_has_store(db, name) { return db.objectStoreNames.contains(name); }
+export function gh_idb_close(db) { db.onversionchange = null; db.close(); }
+export function gh_idb_delete_db(name) { return run(() => indexedDB.deleteDatabase(name)); }
+export function gh_idb_tx(db, stores, mode) { return db.transaction(stores, mode); }
+export function gh_idb_get(tx, store, key) { return run(() => tx.objectStore(store).get(key)); }
+export function gh_idb_get_all(tx, store, lo, hi) {
+  return run(() => tx.objectStore(store).getAll(lo === undefined ? undefined : range(lo, hi)));
+}
+export function gh_idb_put(tx, store, value) { tx.objectStore(store).put(value); }
+export function gh_idb_delete(tx, store, lo, hi) { tx.objectStore(store).delete(range(lo, hi)); }
+export function gh_idb_finish(tx, commit) {
+  return new Promise((ok, fail) => {
+    tx.oncomplete = () => (commit ? ok() : fail(null));
+    tx.onabort = () => (commit ? fail(null) : ok());
+    tx.onerror = (e) => {
+      const err = e.target && e.target.error;
+      if (!err || err.name !== "AbortError") fail(err || null);
+    };
+    if (commit) tx.commit(); else tx.abort();
+  });
+}
+export function gh_idb_drop(tx) { try { tx.abort(); } catch (_) {} }
+"#)]
+extern "C" {
+    fn gh_idb_open(name: &str, version: u32) -> Promise;
+    fn gh_idb_has_store(db: &JsValue, name: &str) -> bool;
+    fn gh_idb_close(db: &JsValue);
+    fn gh_idb_delete_db(name: &str) -> Promise;
+    #[wasm_bindgen(catch)]
+    fn gh_idb_tx(db: &JsValue, stores: &JsValue, mode: &str) -> Result<JsValue, JsValue>;
+    fn gh_idb_get(tx: &JsValue, store: &str, key: &JsValue) -> Promise;
+    fn gh_idb_get_all(tx: &JsValue, store: &str, lo: &JsValue, hi: &JsValue) -> Promise;
+    #[wasm_bindgen(catch)]
+    fn gh_idb_put(tx: &JsValue, store: &str, value: &JsValue) -> Result<(), JsValue>;
+    #[wasm_bindgen(catch)]
+    fn gh_idb_delete(tx: &JsValue, store: &str, lo: &JsValue, hi: &JsValue) -> Result<(), JsValue>;
+    fn gh_idb_finish(tx: &JsValue, commit: bool) -> Promise;
+    fn gh_idb_drop(tx: &JsValue);
+}
+
+/// Opens (creating or upgrading) a database: the `IDBDatabase`. Failures are the DOM's.
+pub(super) async fn open(name: &str, version: u32) -> Result<JsValue, StoreError> {
+    JsFuture::from(gh_idb_open(name, version))
+        .await
+        .map_err(|e| open_error(&e))
+}
+
+pub(super) fn has_store(db: &JsValue, name: &str) -> bool {
+    gh_idb_has_store(db, name)
+}
+
+/// Closes a connection and stops it from answering version changes.
+pub(super) fn close(db: &JsValue) {
+    gh_idb_close(db);
+}
+
+pub(super) async fn delete_database(name: &str) -> Result<(), StoreError> {
+    JsFuture::from(gh_idb_delete_db(name))
+        .await
+        .map(drop)
+        .map_err(|e| open_error(&e))
+}
+
+/// A transaction over `stores`. Like the one of indexed_db_futures before it, it rolls back
+/// when dropped without [`Tx::commit`].
+pub(super) struct Tx {
+    tx: JsValue,
+    done: bool,
+}
+
+impl Tx {
+    pub(super) fn begin(db: &JsValue, stores: &[&str], readwrite: bool) -> Result<Tx, StoreError> {
+        let names: Array = stores.iter().map(|s| JsValue::from_str(s)).collect();
+        let mode = if readwrite { "readwrite" } else { "readonly" };
+        let tx = gh_idb_tx(db, &names, mode).map_err(|e| from_js_value(&e))?;
+        Ok(Tx { tx, done: false })
+    }
+
+    /// The stored value under `key`, `None` when there is none.
+    pub(super) async fn get(
+        &self,
+        store: &str,
+        key: &JsValue,
+    ) -> Result<Option<JsValue>, StoreError> {
+        let v = JsFuture::from(gh_idb_get(&self.tx, store, key))
+            .await
+            .map_err(|e| from_js_value(&e))?;
+        Ok(if v.is_undefined() { None } else { Some(v) })
+    }
+
+    /// The values with keys in `lo..=hi`, in key order; `None`: all of them.
+    pub(super) async fn get_all(
+        &self,
+        store: &str,
+        bounds: Option<(JsValue, JsValue)>,
+    ) -> Result<Array, StoreError> {
+        let (lo, hi) = bounds.unwrap_or((JsValue::UNDEFINED, JsValue::UNDEFINED));
+        JsFuture::from(gh_idb_get_all(&self.tx, store, &lo, &hi))
+            .await
+            .map(JsCast::unchecked_into::<Array>)
+            .map_err(|e| from_js_value(&e))
+    }
+
+    /// Queues a put; a failure that is not immediate arrives through the transaction.
+    pub(super) fn put(&self, store: &str, value: &JsValue) -> Result<(), StoreError> {
+        gh_idb_put(&self.tx, store, value).map_err(|e| from_js_value(&e))
+    }
+
+    /// Queues a delete of `key` (`hi: None`) or of the keys in `key..=hi`.
+    pub(super) fn delete(
+        &self,
+        store: &str,
+        key: &JsValue,
+        hi: Option<&JsValue>,
+    ) -> Result<(), StoreError> {
+        gh_idb_delete(&self.tx, store, key, hi.unwrap_or(&JsValue::UNDEFINED))
+            .map_err(|e| from_js_value(&e))
+    }
+
+    /// Commits and waits until the transaction completes. The error is the transaction's own
+    /// when it has one (a quota failure at commit time aborts the transaction without a
+    /// failing request), else the failing request's.
+    pub(super) async fn commit(mut self) -> Result<(), StoreError> {
+        self.done = true;
+        match JsFuture::from(gh_idb_finish(&self.tx, true)).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(match Reflect::get(&self.tx, &JsValue::from_str("error")) {
+                Ok(err) if !err.is_null() && !err.is_undefined() => from_js_value(&err),
+                _ if e.is_null() => StoreError::Other(
+                    "Expected the Transaction to be committed, but it was aborted.".into(),
+                ),
+                _ => from_js_value(&e),
+            }),
+        }
+    }
+
+    /// Rolls back and waits for it.
+    pub(super) async fn abort(mut self) {
+        self.done = true;
+        let _ = JsFuture::from(gh_idb_finish(&self.tx, false)).await;
+    }
+}
+
+impl Drop for Tx {
+    fn drop(&mut self) {
+        if !self.done {
+            gh_idb_drop(&self.tx);
+        }
+    }
+}
 
 /// Seqs are stored as JS numbers: exact up to 2^53.
 const MAX_SEQ: f64 = 9_007_199_254_740_991.0;
@@ -76,17 +258,26 @@ pub(super) fn read_row(thread: &str, value: &JsValue) -> Result<MessageRow, Stor
 }
 
 /// The stored thread record: the JSON shape of [`ThreadRecord`] (camelCase, `null` for
-/// `None`, plain objects for maps), exactly what `JSON.parse` of its serde_json text gives.
+/// `None`, plain objects for maps), made by `JSON.parse` of its serde_json text (serde_json is
+/// linked anyway; a second serializer would only add size).
 pub(super) fn record_to_js(record: &ThreadRecord) -> Result<JsValue, StoreError> {
-    serde::Serialize::serialize(record, &serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| StoreError::Other(format!("thread {:?} cannot be stored: {e}", record.id)))
+    let text = serde_json::to_string(record)
+        .map_err(|e| StoreError::Other(format!("thread {:?} cannot be stored: {e}", record.id)))?;
+    js_sys::JSON::parse(&text).map_err(|e| from_js_value(&e))
 }
 
-/// Reads a stored thread record. Records of a later schema version are read too: unknown
-/// fields are ignored, the fields this version knows are taken as they are.
+/// Reads a stored thread record (through `JSON.stringify`, the inverse of `record_to_js`).
+/// Records of a later schema version are read too: unknown fields are ignored, the fields
+/// this version knows are taken as they are.
 pub(super) fn record_from_js(thread: &str, value: JsValue) -> Result<ThreadRecord, StoreError> {
-    serde_wasm_bindgen::from_value(value)
-        .map_err(|e| StoreError::Corrupt(format!("thread record {thread:?} is unreadable: {e}")))
+    let unreadable = |e: &dyn std::fmt::Display| {
+        StoreError::Corrupt(format!("thread record {thread:?} is unreadable: {e}"))
+    };
+    let text = js_sys::JSON::stringify(&value)
+        .map_err(|e| unreadable(&from_js_value(&e)))?
+        .as_string()
+        .unwrap_or_default();
+    serde_json::from_str(&text).map_err(|e| unreadable(&e))
 }
 
 /// A DOM exception (or any thrown JS value) by its `name`: `QuotaExceededError` is `Quota`,
@@ -113,36 +304,13 @@ pub(super) fn from_js_value(value: &JsValue) -> StoreError {
     }
 }
 
-/// An `indexed_db_futures` error.
-pub(super) fn idb(e: Error) -> StoreError {
-    match e {
-        Error::DomException(d) => from_js_value(d.as_ref()),
-        Error::Unknown(j) => from_js_value(j.as_ref()),
-        Error::Serialisation(s) => StoreError::Corrupt(s.to_string()),
-        Error::MissingData(m) => StoreError::Other(m.to_string()),
-    }
-}
-
-/// The error of a failed transaction: the transaction's own `error` when it has one (a quota
-/// failure at commit time aborts the transaction without a failing request), else `e`.
-pub(super) fn tx_error(raw_tx: &JsValue, e: Error) -> StoreError {
-    match Reflect::get(raw_tx, &JsValue::from_str("error")) {
-        Ok(err) if !err.is_null() && !err.is_undefined() => from_js_value(&err),
-        _ => idb(e),
-    }
-}
-
 /// Opening (or deleting) a database failed: always `Unavailable`, with the DOM message.
-pub(super) fn open_error(e: OpenDbError) -> StoreError {
-    let text = match e {
-        OpenDbError::Base(e) => match idb(e) {
-            StoreError::Quota(m)
-            | StoreError::Unavailable(m)
-            | StoreError::Corrupt(m)
-            | StoreError::Other(m) => m,
-            conflict => conflict.to_string(),
-        },
-        other => other.to_string(),
-    };
-    StoreError::Unavailable(text)
+fn open_error(e: &JsValue) -> StoreError {
+    match from_js_value(e) {
+        StoreError::Quota(m)
+        | StoreError::Unavailable(m)
+        | StoreError::Corrupt(m)
+        | StoreError::Other(m) => StoreError::Unavailable(m),
+        conflict => StoreError::Unavailable(conflict.to_string()),
+    }
 }
