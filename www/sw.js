@@ -36,14 +36,16 @@ const PKG = new URL('../pkg/', self.registration.scope).href;
 async function snippetUrls() {
   const res = await fetch(new URL('gatehouse.js', PKG).href, { cache: 'no-store' });
   const text = await res.text();
-  return [...text.matchAll(/from ['"](\.\/snippets\/[^'"]+)['"]/g)].map((m) => new URL(m[1], PKG).href);
+  // The glue may import one snippet twice (named and `* as`): cache.addAll refuses duplicates.
+  const found = [...text.matchAll(/from ['"](\.\/snippets\/[^'"]+)['"]/g)].map((m) => new URL(m[1], PKG).href);
+  return [...new Set(found)];
 }
 
 self.addEventListener('install', (event) => {
   event.waitUntil((async () => {
     const cache = await caches.open(VERSION);
     const snippets = await snippetUrls();
-    await cache.addAll([...URLS, ...snippets].map((u) => new Request(u, { cache: 'no-store' })));
+    await cache.addAll([...new Set([...URLS, ...snippets])].map((u) => new Request(u, { cache: 'no-store' })));
     await self.skipWaiting();
   })());
 });
