@@ -62,6 +62,7 @@ test-package: pkg
 # Benchmarks against the Vercel AI SDK in headless Chromium: prints one table, writes
 # bench-output/results.json. Never fails on a number.
 bench: setup pkg
+	@command -v twiggy >/dev/null || cargo install twiggy --version 0.8.0   # the wasm-by-crate row
 	node bench/run.mjs
 
 fmt:
