@@ -73,7 +73,7 @@ wasm_opt=node_modules/.bin/wasm-opt
 [ -x "$wasm_opt" ] || wasm_opt=$(command -v wasm-opt || true)
 if [ -n "$wasm_opt" ]; then
   "$wasm_opt" "$named" -Oz --converge --low-memory-unused --one-caller-inline-max-function-size=20 \
-    -g -o "$tmp/named.wasm" \
+    --reorder-functions-by-name -g -o "$tmp/named.wasm" \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue
   named="$tmp/named.wasm"
