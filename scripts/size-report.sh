@@ -55,7 +55,13 @@ done
 snippets=$(find pkg/snippets -name '*.js' 2>/dev/null | sort)
 if [ -n "$snippets" ]; then
   # shellcheck disable=SC2086
-  printf '%-24s %9d %9d\n' "snippets/*.js" "$(cat $snippets | wc -c)" "$(cat $snippets | gzip -9 | wc -c)"
+  raw=$(cat $snippets | wc -c) gz=$(cat $snippets | gzip -9 | wc -c)
+  if [ "$have_brotli" = 1 ]; then
+    # shellcheck disable=SC2086
+    printf '%-24s %9d %9d %9d\n' "snippets/*.js" "$raw" "$gz" "$(cat $snippets | brotli -q 11 -c | wc -c)"
+  else
+    printf '%-24s %9d %9d\n' "snippets/*.js" "$raw" "$gz"
+  fi
 fi
 
 if ! command -v twiggy >/dev/null; then
@@ -101,8 +107,8 @@ function classify(name,    s, c, m, parts) {
   if (s !~ /::/) return "[glue, builtins]";  # export shims, __wbindgen_*, memcpy, __multi3
   split(s, parts, "::");
   c = parts[1];
-  if (c ~ /^(f32|f64|[iu](8|16|32|64|128|size)|str|char|bool|\[.*|T|_)( |>|$)/ || c ~ /^(f32|f64|str|char|bool)$/) {
-    # <f64 as core::fmt::Display>::fmt, <str>::to_lowercase: the trait or core
+  if (c ~ /^(f32|f64|[iu](8|16|32|64|128|size)|str|char|bool|\[.*|[A-Z]|_)( |>|$)/ || c ~ /^(f32|f64|str|char|bool|[A-Z])$/) {
+    # <f64 as core::fmt::Display>::fmt, <str>::to_lowercase, <I as IntoIterator>: the trait or core
     if (match(s, / as [A-Za-z_][A-Za-z0-9_]*::/)) { c = substr(s, RSTART + 4, RLENGTH - 6); }
     else c = "core";
     return c;
@@ -132,7 +138,7 @@ NF >= 3 {
   m = module(name, c); mbytes[m] += b;
 }
 END {
-  printf "\n== wasm by crate (shallow bytes after wasm-opt -Oz; total %d)\n", total;
+  printf "\n== wasm by crate (shallow bytes after the shipped wasm-opt passes; total %d)\n", total;
   n = 0; for (c in bytes) keys[++n] = c;
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (bytes[keys[j]] > bytes[keys[i]]) { t = keys[i]; keys[i] = keys[j]; keys[j] = t; }
   for (i = 1; i <= n; i++) printf "%9d %6.1f%% %6d items  %s\n", bytes[keys[i]], 100 * bytes[keys[i]] / total, items[keys[i]], keys[i];
