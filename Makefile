@@ -6,10 +6,10 @@ WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-ru
 	CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=300
 
 .PHONY: test setup test-native check-core-pure check-wasm pkg test-types test-model-server \
-	test-browser-store test-package fmt
+	test-browser-store test-browser test-demo test-package demo bench fmt
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
-	test-browser-store test-package
+	test-browser-store test-browser test-demo test-package
 
 setup:
 	./scripts/setup-rust.sh
@@ -43,9 +43,27 @@ test-model-server:
 test-browser-store:
 	$(WASM_TEST_ENV) cargo test --target wasm32-unknown-unknown --test browser_store
 
+# The JS API end to end in headless Chromium against the local model server.
+test-browser: pkg
+	node tests/browser/run.mjs
+
+# The demo app, the widget and offline use, end to end.
+test-demo: pkg
+	node tests/demo/run.mjs
+
+# Builds everything and serves the demo chat (PORT=8080 by default).
+demo: setup pkg
+	./scripts/serve-demo.sh
+
 # The packed tarball installed into a Vite app and a plain page, a chat with an approval in each.
 test-package: pkg
 	node tests/package/run.mjs
+
+# Benchmarks against the Vercel AI SDK in headless Chromium: prints one table, writes
+# bench-output/results.json. Never fails on a number.
+bench: setup pkg
+	@command -v twiggy >/dev/null || cargo install twiggy --version 0.8.0   # the wasm-by-crate row
+	node bench/run.mjs
 
 fmt:
 	cargo fmt

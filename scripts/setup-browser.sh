@@ -14,9 +14,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# npm ci only when the lock file changed since the last install.
+# npm packages only when the lock file changed since the last install.
 stamp=node_modules/.lock-stamp
 if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
-  npm ci --no-audit --no-fund
+  # Not `npm ci`: the registry here lacks an optional, platform-only dependency of vite
+  # (napi-windows-process-start-time), which `npm ci` refuses; `npm install` follows the
+  # lock file and skips the missing optional package.
+  npm install --no-audit --no-fund --loglevel=error
   cp package-lock.json "$stamp"
 fi

@@ -524,7 +524,7 @@ async fn the_stored_shape_is_the_documented_one() {
         .unwrap();
     assert_eq!(
         stringify(&record),
-        r#"{"id":"a","schemaVersion":1,"version":1,"createdAt":1,"updatedAt":1,"messageCount":1,"title":"hello","policies":{},"run":null}"#
+        r#"{"id":"a","schemaVersion":1,"version":1,"createdAt":1,"updatedAt":1,"messageCount":1,"title":"hello","policies":{},"run":null,"pendingApprovals":0}"#
     );
     let row = raw_get(&db, "messages", row_key("a", 1.0)).await.unwrap();
     let seq = js_sys::Reflect::get(&row, &JsValue::from_str("seq")).unwrap();

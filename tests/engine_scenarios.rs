@@ -82,8 +82,8 @@ fn approve_all_runs_the_tool_and_calls_the_model_again() {
     assert_eq!(
         log(&mut h),
         [
-            "persist(~tool_call)",
-            "persist(started:toolu_01)",
+            // The last decision and the first tool's start mark: one write.
+            "persist(~tool_call started:toolu_01)",
             "run_tool(toolu_01)",
             "persist(+tool_call_result)",
             "call_model",
@@ -218,8 +218,7 @@ fn mixed_gated_non_gated_and_external_calls_in_one_message() {
     assert_eq!(
         log(&mut h),
         [
-            "persist(~tool_call)",
-            "persist(started:c1)",
+            "persist(~tool_call started:c1)",
             "run_tool(c1)",
             "persist(started:c2)",
             "run_tool(c2)",
@@ -1012,4 +1011,51 @@ fn a_tool_cancelled_before_it_ran_is_not_regated_and_retry_runs_it() {
         })
     );
     assert_eq!(h.executed.len(), 1);
+}
+
+#[test]
+fn a_tool_call_message_and_its_first_start_mark_are_one_write() {
+    let mut h = Harness::new(standard_tools());
+    h.script([
+        calls(vec![call("c1", "list_files", json!({}))]),
+        answer("ok"),
+    ]);
+    h.chat("list").unwrap();
+    assert_eq!(
+        log(&mut h),
+        [
+            "persist(+user)",
+            "call_model",
+            "persist(+tool_call started:c1)",
+            "run_tool(c1)",
+            "persist(+tool_call_result)",
+            "call_model",
+            "persist(+assistant)",
+            "yield(completed)"
+        ]
+    );
+}
+
+#[test]
+fn merged_commits_rewrite_the_message_they_follow() {
+    use gatehouse::thread::{Message, MessageId};
+    let base = Commit {
+        replace_tail: None,
+        append: vec![Message::user_text(MessageId::from_number(1), "a")],
+        run: None,
+        policies: Default::default(),
+    };
+    let next = Commit {
+        replace_tail: Some(Message::user_text(MessageId::from_number(1), "a, edited")),
+        append: vec![Message::user_text(MessageId::from_number(2), "b")],
+        run: Some(RunJournal::new(MessageId::from_number(2))),
+        policies: Default::default(),
+    };
+    let c = base.then(next);
+    assert!(c.replace_tail.is_none());
+    assert_eq!(
+        c.append.iter().map(|m| m.text()).collect::<Vec<_>>(),
+        ["a, edited", "b"]
+    );
+    assert!(c.run.is_some());
 }

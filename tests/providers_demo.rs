@@ -191,3 +191,40 @@ fn streams_like_a_real_model() {
         .filter(|d| matches!(d, StreamDelta::ToolCallArguments { .. }));
     assert!(fragments.count() > 1);
 }
+
+#[test]
+fn a_tool_named_by_its_phrase_and_a_quoted_path_are_understood() {
+    use gatehouse::providers::{ToolDef, demo};
+    use gatehouse::thread::{Message, MessageId};
+    use serde_json::json;
+    let tools = vec![
+        ToolDef::new(
+            "list_files",
+            Some("List files"),
+            json!({"type": "object", "properties": {}}),
+        ),
+        ToolDef::new(
+            "delete_file",
+            Some("Delete a file"),
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        ),
+    ];
+    let out = demo::respond(
+        &[Message::user_text(
+            MessageId::from_number(1),
+            "please list files",
+        )],
+        &tools,
+    );
+    assert_eq!(out.tool_calls.len(), 1);
+    assert_eq!(out.tool_calls[0].name, "list_files");
+    let out = demo::respond(
+        &[Message::user_text(
+            MessageId::from_number(1),
+            "delete \"<img src=x onerror=alert(1)>\"",
+        )],
+        &tools,
+    );
+    let args: serde_json::Value = serde_json::from_str(&out.tool_calls[0].arguments).unwrap();
+    assert_eq!(args["path"], "<img src=x onerror=alert(1)>");
+}

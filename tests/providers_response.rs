@@ -259,3 +259,18 @@ fn body_excerpts_are_capped_at_500_characters() {
     };
     assert_eq!(body_excerpt.chars().count(), 500);
 }
+
+#[test]
+fn error_messages_never_end_a_sentence_twice() {
+    let e = gatehouse::providers::ProviderError::http(
+        503,
+        r#"{"error":{"message":"Service unavailable, please try again later.","type":"server_error"}}"#,
+        None,
+    );
+    let text = e.to_string();
+    assert!(!text.contains(".."), "{text}");
+    assert!(
+        text.contains("please try again later. The provider had a server error"),
+        "{text}"
+    );
+}

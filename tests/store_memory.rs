@@ -130,3 +130,29 @@ fn frozen_v1_records_are_read() {
     assert_eq!(r.policies["search"].auto_approve, Some(true));
     assert_eq!(r.run.unwrap().started.as_deref(), Some("toolu_01"));
 }
+
+#[test]
+fn the_record_counts_the_tails_pending_approvals() {
+    use gatehouse::thread::{Approval, ToolEntry};
+    let s = MemoryStore::open("t-pending");
+    let mut gated = ToolEntry::new("c1", "delete_file");
+    gated.approval = Some(Approval::pending(None));
+    let call = Message::tool_call(
+        MessageId::from_number(2),
+        "",
+        vec![gated, ToolEntry::new("c2", "x")],
+    );
+    let r = s
+        .commit("a", 0, &append(vec![msg(1, "go"), call.clone()]), 1.0)
+        .unwrap();
+    assert_eq!(r.pending_approvals, 1);
+    let mut decided = call;
+    decided.tool_calls_mut().unwrap()[0]
+        .approval
+        .as_mut()
+        .unwrap()
+        .state = gatehouse::thread::ApprovalState::Approved;
+    let mut c = append(vec![]);
+    c.replace_tail = Some(decided);
+    assert_eq!(s.commit("a", 1, &c, 2.0).unwrap().pending_approvals, 0);
+}

@@ -328,7 +328,8 @@ pub async fn reload(s: &Shared) -> Result<(), AgentError> {
     Ok(())
 }
 
-const PAGE: u32 = 1000;
+/// Rows read per transaction when loading history (fewer round trips on long threads).
+const PAGE: u32 = 5000;
 
 /// The history for a model call, read once and then kept up to date by `persist`. It is
 /// taken out for the call and put back after it (no copy per turn).

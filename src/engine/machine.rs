@@ -213,26 +213,43 @@ impl Engine {
     }
 
     /// The next step, or `None` when the engine waits for an input or is idle.
+    ///
+    /// Writes that follow each other with nothing in between are merged into one `Persist`
+    /// (one transaction): the last decision with the "started" mark of the first tool, a
+    /// tool-call message with the mark of its first non-gated tool. Merging never moves a
+    /// write after the step that needs it durable.
     pub fn poll(&mut self) -> Option<Step> {
-        if let Some(s) = self.outbox.pop_front() {
-            return Some(s);
+        if self.outbox.iter().all(|s| matches!(s, Step::Persist(_))) {
+            self.advance();
         }
+        match self.outbox.pop_front()? {
+            Step::Persist(mut commit) => {
+                while let Some(Step::Persist(_)) = self.outbox.front() {
+                    if let Some(Step::Persist(next)) = self.outbox.pop_front() {
+                        commit = commit.then(next);
+                    }
+                }
+                Some(Step::Persist(commit))
+            }
+            step => Some(step),
+        }
+    }
+
+    /// Produces the steps of the current phase that need no input.
+    fn advance(&mut self) {
         match self.phase {
             Phase::NeedModel => {
                 if self.steps >= self.config.max_steps {
-                    self.phase = Phase::Idle;
-                    return Some(Step::Yield(Outcome::Completed {
+                    self.finish(Outcome::Completed {
                         max_steps_reached: true,
-                    }));
+                    });
+                } else {
+                    self.phase = Phase::WaitingModel;
+                    self.outbox.push_back(Step::CallModel);
                 }
-                self.phase = Phase::WaitingModel;
-                Some(Step::CallModel)
             }
-            Phase::Running => {
-                self.advance_run();
-                self.outbox.pop_front()
-            }
-            _ => None,
+            Phase::Running => self.advance_run(),
+            _ => {}
         }
     }
 

@@ -94,6 +94,23 @@ pub struct Commit {
     pub policies: ToolPolicies,
 }
 
+impl Commit {
+    /// This commit followed by `next`, as one write. `next` was made after this one was
+    /// applied, so its tail rewrite targets this commit's last message.
+    pub fn then(mut self, next: Commit) -> Commit {
+        if let Some(tail) = next.replace_tail {
+            match self.append.last_mut() {
+                Some(last) => *last = tail,
+                None => self.replace_tail = Some(tail),
+            }
+        }
+        self.append.extend(next.append);
+        self.run = next.run;
+        self.policies = next.policies;
+        self
+    }
+}
+
 /// Where a thread stands, derived from its state alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThreadStatus {

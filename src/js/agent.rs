@@ -68,6 +68,10 @@ impl Agent {
         let text = message
             .as_string()
             .ok_or_else(|| invalid_config("chat(message): the message must be a string"))?;
+        if text.trim().is_empty() {
+            // Providers refuse empty turns; refuse it here, before anything is stored.
+            return Err(invalid_config("chat(message): the message is empty"));
+        }
         self.run(Input::Message(text), &options).await
     }
 
@@ -132,11 +136,11 @@ impl Agent {
                 from_js(&results)
                     .map_err(|e| err(AgentError::Engine(EngineError::InvalidToolResults(e))))?,
             )
-        } else if let Some(text) = message.as_string() {
+        } else if let Some(text) = message.as_string().filter(|t| !t.trim().is_empty()) {
             Input::Message(text)
         } else {
             return Err(invalid_config(
-                "handle(body): body must have `message` (a string), `decisions` or `toolResults`",
+                "handle(body): body must have `message` (a non-empty string), `decisions` or `toolResults`",
             ));
         };
         let opts = options::run_options(&options).map_err(err)?;
@@ -299,7 +303,7 @@ impl Agent {
             .map(|r| {
                 json!({ "threadId": r.id, "title": r.title, "messageCount": r.message_count,
                         "createdAt": r.created_at, "updatedAt": r.updated_at,
-                        "waiting": r.run.is_some() })
+                        "status": summary_status(r) })
             })
             .collect();
         Ok(to_js(&out))
@@ -346,5 +350,17 @@ impl Agent {
             fields.push(("stopReason", "\"max_steps\""));
         }
         parse_js(&json_object(&fields))
+    }
+}
+
+/// A thread's status from its record alone (no message read).
+fn summary_status(r: &crate::store::ThreadRecord) -> &'static str {
+    if r.pending_approvals > 0 {
+        "awaiting_approval"
+    } else if r.run.is_some() {
+        // Waiting for external results, or a run cut off mid-way.
+        "waiting"
+    } else {
+        "idle"
     }
 }

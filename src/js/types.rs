@@ -142,7 +142,9 @@ export interface ToolPolicy { enabled: boolean; autoApprove: boolean; }
 export interface ToolPolicyUpdate { enabled?: boolean | null; autoApprove?: boolean | null; }
 export interface ThreadSummary {
   threadId: string; title: string | null; messageCount: number; createdAt: number;
-  updatedAt: number; waiting: boolean;
+  updatedAt: number;
+  /** From the thread record alone: `"waiting"` = tool results awaited or a run to `retry()`. */
+  status: "idle" | "awaiting_approval" | "waiting";
 }
 
 export type GatehouseErrorCode =

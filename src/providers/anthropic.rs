@@ -61,16 +61,7 @@ pub(crate) fn build(
 }
 
 fn tool(t: &ToolDef) -> Value {
-    let mut o = Map::new();
-    o.insert("name".into(), json!(t.name));
-    if let Some(d) = &t.description {
-        o.insert("description".into(), json!(d));
-    }
-    o.insert("input_schema".into(), t.schema());
-    for (k, v) in &t.extra {
-        o.insert(k.clone(), v.clone());
-    }
-    Value::Object(o)
+    Value::Object(t.definition("input_schema"))
 }
 
 /// The API wants user and assistant turns to alternate, so consecutive messages of one role
@@ -152,9 +143,13 @@ pub(crate) fn parse(body: &str) -> Result<ModelOutput, ProviderError> {
             "tool_use" => out.tool_calls.push(ModelToolCall {
                 id: str_at(block, "id").to_owned(),
                 name: str_at(block, "name").to_owned(),
-                arguments: block
-                    .get("input")
-                    .map_or_else(|| "{}".to_owned(), json_text),
+                // An object as JSON text; a string (from a non-conforming server) verbatim,
+                // so that the engine reports it for what it is.
+                arguments: match block.get("input") {
+                    None => "{}".to_owned(),
+                    Some(Value::String(raw)) => raw.clone(),
+                    Some(v) => json_text(v),
+                },
             }),
             // thinking, server tool blocks...: not part of what the engine consumes.
             _ => {}

@@ -140,9 +140,10 @@ impl fmt::Display for ProviderError {
                 if let Some(t) = error_type {
                     write!(f, " ({t})")?;
                 }
+                // The hint starts a new sentence: drop the message's own final period.
                 match message {
-                    Some(m) => write!(f, ": {m}")?,
-                    None if !body_excerpt.is_empty() => write!(f, ": {body_excerpt}")?,
+                    Some(m) => write!(f, ": {}", sentence(m))?,
+                    None if !body_excerpt.is_empty() => write!(f, ": {}", sentence(body_excerpt))?,
                     None => {}
                 }
                 f.write_str(http_hint(*status, error_type.as_deref()))
@@ -155,7 +156,7 @@ impl fmt::Display for ProviderError {
                 if let Some(t) = error_type {
                     write!(f, " ({t})")?;
                 }
-                write!(f, ": {message}")?;
+                write!(f, ": {}", sentence(message))?;
                 if self.retryable() {
                     f.write_str(". Retrying later may help.")?;
                 }
@@ -179,6 +180,11 @@ impl fmt::Display for ProviderError {
 }
 
 impl std::error::Error for ProviderError {}
+
+/// A message without its trailing period and spaces, to be followed by ". Next sentence".
+fn sentence(m: &str) -> &str {
+    m.trim_end().trim_end_matches('.')
+}
 
 fn http_hint(status: u16, error_type: Option<&str>) -> &'static str {
     if error_type == Some("insufficient_quota") {

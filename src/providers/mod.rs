@@ -67,6 +67,21 @@ impl ToolDef {
         self
     }
 
+    /// The definition as both wire formats write it: name, description, the schema under
+    /// `schema_key`, then the provider-specific extra keys.
+    pub(crate) fn definition(&self, schema_key: &str) -> Map<String, Value> {
+        let mut o = Map::new();
+        o.insert("name".into(), Value::String(self.name.clone()));
+        if let Some(d) = &self.description {
+            o.insert("description".into(), Value::String(d.clone()));
+        }
+        o.insert(schema_key.into(), self.schema());
+        for (k, v) in &self.extra {
+            o.insert(k.clone(), v.clone());
+        }
+        o
+    }
+
     /// The schema as providers require it: always an object schema.
     pub(crate) fn schema(&self) -> Value {
         match &self.parameters {

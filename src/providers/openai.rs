@@ -64,16 +64,7 @@ pub(crate) fn build(
 }
 
 fn tool(t: &ToolDef) -> Value {
-    let mut f = Map::new();
-    f.insert("name".into(), json!(t.name));
-    if let Some(d) = &t.description {
-        f.insert("description".into(), json!(d));
-    }
-    f.insert("parameters".into(), t.schema());
-    for (k, v) in &t.extra {
-        f.insert(k.clone(), v.clone());
-    }
-    json!({ "type": "function", "function": f })
+    json!({ "type": "function", "function": t.definition("parameters") })
 }
 
 fn messages(instructions: Option<&str>, history: &[Message]) -> Vec<Value> {

@@ -26,6 +26,11 @@ pub struct ThreadRecord {
     pub title: Option<String>,
     pub policies: ToolPolicies,
     pub run: Option<RunJournal>,
+    /// How many entries of the tail await approval, so that a thread list can show which
+    /// threads need a decision without reading their messages. Added in schema 1 records
+    /// written after 0.1.0; absent in older ones (read as 0).
+    #[serde(default)]
+    pub pending_approvals: u32,
 }
 
 // Fields a record of an older format lacks take their defaults.
@@ -39,6 +44,7 @@ crate::json_object::deserialize_object!(ThreadRecord, "struct ThreadRecord" {
     title: Option<String> = "title" [default],
     policies: ToolPolicies = "policies" [default],
     run: Option<RunJournal> = "run" [default],
+    pending_approvals: u32 = "pendingApprovals" [default],
 });
 
 impl ThreadRecord {
@@ -54,6 +60,7 @@ impl ThreadRecord {
             title: None,
             policies: ToolPolicies::new(),
             run: None,
+            pending_approvals: 0,
         }
     }
 }
@@ -188,6 +195,12 @@ pub fn plan_commit(
             seq: record.message_count,
             json: m.to_json_string(),
         });
+    }
+    if let Some(tail) = commit.append.last().or(commit.replace_tail.as_ref()) {
+        let pending = tail
+            .tool_calls()
+            .map_or(0, |t| t.iter().filter(|e| e.is_pending()).count());
+        record.pending_approvals = pending as u32;
     }
     record.version += 1;
     record.schema_version = SCHEMA_VERSION;

@@ -195,7 +195,9 @@ fn value_for(
                 .iter()
                 .any(|k| lname.contains(k))
             {
-                take(&found.paths, &mut used.paths).map(Value::String)
+                take(&found.paths, &mut used.paths)
+                    .or_else(|| take(&found.quoted, &mut used.quoted))
+                    .map(Value::String)
             } else {
                 take(&found.quoted, &mut used.quoted).map(Value::String)
             }

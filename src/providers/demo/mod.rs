@@ -224,10 +224,12 @@ fn mention(
         .iter()
         .find(|(_, tw)| name_words.iter().any(|(_, nw)| same_word(tw, nw)))
         .map(|(pos, _)| *pos);
-    match (whole, by_word) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    // The name as a phrase: "list files" for `list_files`, even though both words are generic.
+    let phrase = spaced.replace('_', " ");
+    let as_phrase = (phrase.contains(' '))
+        .then(|| lower.find(phrase.trim()))
+        .flatten();
+    [whole, by_word, as_phrase].into_iter().flatten().min()
 }
 
 /// "delete" also matches "deleted"/"deleting", "email" matches "emails".

@@ -1,0 +1,723 @@
+#!/usr/bin/env node
+// Gatehouse vs the Vercel AI SDK in headless Chromium. Prints one table and writes
+// bench-output/results.json. Never fails on a number: timings are printed, not asserted.
+// A harness error (a scenario that did not run) is shown in its cells and makes the exit
+// code 1, after the table is printed.
+//
+//   node bench/run.mjs [--quick] [--out DIR]        (pkg/ must be built: ./scripts/build-pkg.sh)
+//
+// How each number is measured: bench/README.md.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+import esbuild from 'esbuild';
+import { chromium } from 'playwright-core';
+import { startServer } from '../tests/model-server/server.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(name);
+const opt = (name, dflt) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : dflt; };
+const QUICK = flag('--quick');
+const OUT = path.resolve(root, opt('--out', 'bench-output'));
+
+const CFG = QUICK
+  ? { sizes: [10, 1000], reopenRuns: 3, approveRuns: 2, turns: 20, block: 5, approvals: 5, streamRuns: 2, streamTokens: 20000, memTurns: 50 }
+  : { sizes: [10, 1000, 10000, 100000], reopenRuns: 20, approveRuns: 5, turns: 200, block: 20, approvals: 20, streamRuns: 5, streamTokens: 20000, memTurns: 1000 };
+CFG.memThread = CFG.sizes.at(-1);
+
+const started = Date.now();
+const LOAD_START = os.loadavg().map((x) => +x.toFixed(2));
+const log = (...a) => console.error(`[bench ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s]`, ...a);
+const errors = [];
+
+// ------------------------------------------------------------------------------- stats
+
+const sorted = (xs) => [...xs].sort((a, b) => a - b);
+const median = (xs) => { const s = sorted(xs); const n = s.length; return n ? (n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2) : NaN; };
+const p95 = (xs) => { const s = sorted(xs); return s.length ? s[Math.min(s.length - 1, Math.ceil(0.95 * s.length) - 1)] : NaN; };
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const summary = (xs) => ({ n: xs.length, median: median(xs), p95: p95(xs), mean: mean(xs), min: Math.min(...xs), max: Math.max(...xs) });
+
+// ------------------------------------------------------------------------------- formatting
+
+const ms = (x) => (x == null || Number.isNaN(x) ? '—' : x >= 100 ? `${x.toFixed(0)} ms` : x >= 10 ? `${x.toFixed(1)} ms` : `${x.toFixed(2)} ms`);
+const kb = (b) => (b == null ? '—' : b >= 1e6 ? `${(b / 1e6).toFixed(2)} MB` : `${(b / 1e3).toFixed(1)} KB`);
+const mb = (b) => (b == null ? '—' : `${(b / 1048576).toFixed(1)} MiB`);
+const medP95 = (s) => (s ? `${ms(s.median)} / ${ms(s.p95)}` : '—');
+const ratio = (a, b) => (a == null || b == null || !b || Number.isNaN(a) || Number.isNaN(b) ? '' : `${(a / b).toFixed(2)}×`);
+
+const rows = []; // { label, gh, ai, ratio, section? }
+const section = (title) => rows.push({ section: title });
+const row = (label, gh, ai = 'n/a', r = '') => rows.push({ label, gh: gh ?? '—', ai: ai ?? '—', ratio: r });
+const notes = [];
+
+function printTable(machine) {
+  const lines = [];
+  lines.push(`Gatehouse vs Vercel AI SDK — ${machine.date}${QUICK ? '   (--quick: small N, smoke run only)' : ''}`);
+  lines.push(`machine: ${machine.cpu} · ${machine.cores} cores · ${machine.memGiB} GiB · ${machine.os} · 1-min load average ${machine.loadavgStart[0]} before the run, ${machine.loadavgEnd[0]} at its end (includes the benchmark itself)`);
+  if (machine.loadavgStart[0] > machine.cores / 2) lines.push(`WARNING: the machine was not idle before the run (load average ${machine.loadavgStart[0]} on ${machine.cores} cores): wall-clock times are inflated and noisy; the main-thread CPU rows are the robust ones.`);
+  lines.push(`browser: ${machine.chromium} (headless) · node ${machine.node} · ai ${machine.ai} · @ai-sdk/openai-compatible ${machine.openaiCompatible}`);
+  const w = [0, 0, 0, 0];
+  const body = rows.filter((r) => !r.section);
+  const head = ['', 'Gatehouse', 'AI SDK', 'GH / AI'];
+  for (const r of [head, ...body.map((r) => [r.label, r.gh, r.ai, r.ratio])]) r.forEach((c, i) => { w[i] = Math.max(w[i], String(c).length); });
+  const line = (cells) => cells.map((c, i) => (i === 0 ? String(c).padEnd(w[i]) : String(c).padStart(w[i]))).join('  ');
+  const sep = '-'.repeat(w.reduce((a, b) => a + b + 2, -2));
+  lines.push(sep, line(head), sep);
+  for (const r of rows) {
+    if (r.section) { lines.push(r.section); continue; }
+    lines.push(line([r.label, r.gh, r.ai, r.ratio]));
+  }
+  lines.push(sep);
+  for (const n of notes) lines.push(n);
+  return lines.join('\n');
+}
+
+// ------------------------------------------------------------------------------- machine
+
+function machineInfo(chromiumVersion) {
+  let cpu = 'unknown';
+  try { cpu = /model name\s*:\s*(.*)/.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? os.cpus()[0]?.model; } catch { cpu = os.cpus()[0]?.model ?? cpu; }
+  const pkgVersion = (p) => { try { return JSON.parse(fs.readFileSync(path.join(root, 'node_modules', p, 'package.json'), 'utf8')).version; } catch { return '?'; } };
+  return {
+    date: new Date().toISOString(), cpu, cores: os.cpus().length, loadavgStart: LOAD_START, loadavgEnd: os.loadavg().map((x) => +x.toFixed(2)), memGiB: (os.totalmem() / 2 ** 30).toFixed(1),
+    os: `${os.type()} ${os.release()}`, node: process.version, chromium: chromiumVersion,
+    ai: pkgVersion('ai'), openaiCompatible: pkgVersion('@ai-sdk/openai-compatible'),
+    gatehouseVersion: JSON.parse(fs.readFileSync(path.join(root, 'pkg/package.json'), 'utf8')).version,
+    gitCommit: (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim(); } catch { return '?'; } })(),
+  };
+}
+
+// ------------------------------------------------------------------------------- 1. size
+
+const gz = (b) => zlib.gzipSync(b, { level: 9 }).length;
+const br = (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: b.length } }).length;
+const sizes = (b) => ({ raw: b.length, gzip: gz(b), brotli: br(b) });
+const sizeCell = (s) => `${kb(s.raw)} / ${kb(s.gzip)} / ${kb(s.brotli)}`;
+
+function bundle(entry, extra = {}) {
+  const r = esbuild.buildSync({
+    entryPoints: [entry], bundle: true, format: 'esm', platform: 'browser', minify: true, target: 'es2022',
+    write: false, metafile: true, logLevel: 'error', ...extra,
+  });
+  const out = Object.values(r.metafile.outputs)[0];
+  const byPackage = {};
+  for (const [p, i] of Object.entries(out.inputs)) {
+    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(p);
+    const k = m ? m[1] : p;
+    byPackage[k] = (byPackage[k] ?? 0) + i.bytesInOutput;
+  }
+  return { code: Buffer.from(r.outputFiles[0].contents), byPackage };
+}
+
+function wasmSections(buf) {
+  const names = { 1: 'type', 2: 'import', 3: 'function', 4: 'table', 5: 'memory', 6: 'global', 7: 'export', 8: 'start', 9: 'element', 10: 'code', 11: 'data', 12: 'datacount' };
+  let p = 8;
+  const leb = () => { let x = 0, s = 0, c; do { c = buf[p++]; x |= (c & 127) << s; s += 7; } while (c & 128); return x >>> 0; };
+  const out = {};
+  while (p < buf.length) {
+    const id = buf[p++];
+    const len = leb();
+    const start = p;
+    let name = names[id] ?? `id${id}`;
+    if (id === 0) { const l = leb(); name = `custom:${buf.subarray(p, p + l).toString()}`; }
+    out[name] = (out[name] ?? 0) + len;
+    p = start + len;
+  }
+  return out;
+}
+
+function measureSize() {
+  const wasmBuf = fs.readFileSync(path.join(root, 'pkg/gatehouse_bg.wasm'));
+  const glue = fs.readFileSync(path.join(root, 'pkg/gatehouse.js'));
+  const snippetDir = path.join(root, 'pkg/snippets');
+  const snippets = [];
+  for (const d of fs.existsSync(snippetDir) ? fs.readdirSync(snippetDir, { recursive: true }) : []) {
+    const f = path.join(snippetDir, d);
+    if (fs.statSync(f).isFile()) snippets.push(fs.readFileSync(f));
+  }
+  const shippedJs = Buffer.concat([glue, ...snippets]);
+  const ghApp = bundle(path.join(root, 'bench/apps/gatehouse-app.js'));
+  const aiApp = bundle(path.join(root, 'bench/apps/aisdk-app.js'));
+  const r = {
+    gatehouse: {
+      wasm: sizes(wasmBuf), wasmSections: wasmSections(wasmBuf), shippedJs: sizes(shippedJs),
+      appJs: sizes(ghApp.code), appJsByInput: ghApp.byPackage,
+    },
+    aisdk: { appJs: sizes(aiApp.code), appJsByPackage: aiApp.byPackage },
+  };
+  r.gatehouse.total = { raw: r.gatehouse.wasm.raw + r.gatehouse.appJs.raw, gzip: r.gatehouse.wasm.gzip + r.gatehouse.appJs.gzip, brotli: r.gatehouse.wasm.brotli + r.gatehouse.appJs.brotli };
+  // Another engineer's per-crate report; optional.
+  const report = path.join(root, 'scripts/size-report.sh');
+  if (fs.existsSync(report)) {
+    try {
+      r.gatehouse.byCrate = execFileSync('bash', [report], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 }).toString();
+    } catch (e) {
+      r.gatehouse.byCrate = `scripts/size-report.sh failed: ${String(e.stderr || e.message).trim().split('\n').slice(-3).join(' | ')}`;
+    }
+  } else {
+    r.gatehouse.byCrate = null;
+  }
+  return r;
+}
+
+// ------------------------------------------------------------------------------- site + server
+
+function prepareSite() {
+  const site = path.join(OUT, 'site');
+  fs.rmSync(site, { recursive: true, force: true });
+  fs.mkdirSync(site, { recursive: true });
+  for (const f of ['index.html', 'reopen-gh.html', 'reopen-ai.html', 'common.js', 'gh.js']) {
+    fs.copyFileSync(path.join(root, 'bench/site', f), path.join(site, f));
+  }
+  fs.cpSync(path.join(root, 'pkg'), path.join(site, 'pkg'), { recursive: true, dereference: true });
+  const ai = bundle(path.join(root, 'bench/site/ai-harness.js'), { external: ['/common.js'] });
+  fs.writeFileSync(path.join(site, 'ai.js'), ai.code);
+  return site;
+}
+
+async function startModelServer(site) {
+  const srv = await startServer({ staticDir: site, ttlSeconds: 3600 });
+  // Do not keep request bodies (1,000 turns of a growing history would hold GBs); keep the
+  // arrival time of each model request instead (wall clock: timeOrigin + now, like the page).
+  const arrivals = new Map();
+  srv.store.record = (s, entry) => {
+    const t = performance.timeOrigin + performance.now();
+    if (!arrivals.has(s.id)) arrivals.set(s.id, []);
+    arrivals.get(s.id).push(t);
+    entry.body = null;
+    return entry;
+  };
+  srv.arrivals = arrivals;
+  srv.scenario = (id, turns, repeat = true) => { srv.store.put({ id, turns, repeat }); arrivals.delete(id); return `${srv.url}/s/${id}/v1`; };
+  return srv;
+}
+
+const LOOKUP = { toolCalls: [{ name: 'lookup', arguments: { q: 'weather in Lisbon' } }] };
+const ANSWER = { text: 'It is sunny in Lisbon today, 21 degrees.' };
+const DELETE = { toolCalls: [{ name: 'delete_file', arguments: { path: '/tmp/old.log' } }] };
+
+// ------------------------------------------------------------------------------- browser helpers
+
+let context, srv;
+
+async function newPage(url = '/index.html') {
+  const page = await context.newPage();
+  page.on('pageerror', (e) => log('pageerror:', String(e)));
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') log(`console.${m.type()}:`, m.text().slice(0, 300)); });
+  await page.goto(srv.url + url);
+  const cdp = await context.newCDPSession(page);
+  return { page, cdp };
+}
+
+/**
+ * Runs `fn` under a Chrome trace (category `toplevel`) and returns the renderer main
+ * thread's time in that window: `busyMs`, the wall time of its outermost top-level events
+ * (tasks and microtask checkpoints), and `cpuMs`, their thread CPU time (`tdur`), which other
+ * load on the machine does not inflate. Performance.getMetrics' TaskDuration is not used: it
+ * was seen attributing work to the wrong window (649 ms where the trace had 62 ms).
+ */
+async function traced(cdp, fn) {
+  await cdp.send('Tracing.start', { categories: 'toplevel', transferMode: 'ReturnAsStream' });
+  let result, error;
+  try { result = await fn(); } catch (e) { error = e; }
+  const done = new Promise((res) => cdp.once('Tracing.tracingComplete', res));
+  await cdp.send('Tracing.end');
+  const { stream } = await done;
+  const parts = [];
+  for (;;) {
+    const c = await cdp.send('IO.read', { handle: stream, size: 1 << 20 });
+    parts.push(c.base64Encoded ? Buffer.from(c.data, 'base64').toString() : c.data);
+    if (c.eof) break;
+  }
+  await cdp.send('IO.close', { handle: stream });
+  if (error) throw error;
+  const parsed = JSON.parse(parts.join(''));
+  const events = parsed.traceEvents ?? parsed;
+  const names = new Map();
+  for (const e of events) if (e.ph === 'M' && e.name === 'thread_name') names.set(`${e.pid}:${e.tid}`, e.args?.name);
+  const main = events.filter((e) => e.ph === 'X' && e.cat === 'toplevel' && names.get(`${e.pid}:${e.tid}`) === 'CrRendererMain')
+    .sort((a, b) => a.ts - b.ts);
+  let busy = 0, cpu = 0, noThreadTime = 0;
+  const end = new Map();
+  for (const e of main) {
+    const k = `${e.pid}:${e.tid}`;
+    if (e.ts < (end.get(k) ?? -Infinity)) continue; // nested in an outer event already counted
+    end.set(k, e.ts + (e.dur ?? 0));
+    busy += (e.dur ?? 0) / 1000;
+    if (e.tdur == null) noThreadTime += (e.dur ?? 0) / 1000; else cpu += e.tdur / 1000;
+  }
+  // Events without a thread time are normally ~1 µs ones; `noThreadTimeMs` says if not.
+  return { result, busyMs: busy, cpuMs: cpu, noThreadTimeMs: noThreadTime };
+}
+
+async function gcAndMemory(page, cdp, harness) {
+  for (let i = 0; i < 2; i++) await cdp.send('HeapProfiler.collectGarbage');
+  return page.evaluate(async (h) => {
+    const wasmBytes = globalThis.__wasm?.memory?.buffer?.byteLength ?? null;
+    return { wasmBytes: h === 'ai' ? null : wasmBytes, jsHeapBytes: performance.memory?.usedJSHeapSize ?? null };
+  }, harness);
+}
+
+const GH = (fn, args) => `(async () => { const m = await import('/gh.js'); if (!globalThis.__ghInit) { await m.init(); globalThis.__ghInit = 1; } return m.${fn}(${JSON.stringify(args ?? {})}); })()`;
+const AI = (fn, args) => `(async () => { const m = await import('/ai.js'); return m.${fn}(${JSON.stringify(args ?? {})}); })()`;
+
+async function guard(name, fn) {
+  try {
+    return await fn();
+  } catch (e) {
+    log(`ERROR in ${name}:`, e.stack || e.message);
+    errors.push(`${name}: ${String(e.message).split('\n')[0]}`);
+    return null;
+  }
+}
+
+// ------------------------------------------------------------------------------- 2. reopen
+
+async function reopen() {
+  const out = { gh: {}, ai: {}, seed: { gh: {}, ai: {} }, approveAfterReopen: { gh: {}, ai: {} }, memory: {} };
+  // Real templates through each SDK, then seed every size straight into IndexedDB.
+  {
+    const { page } = await newPage();
+    const tplGh = srv.scenario('tpl-gh', [LOOKUP, ANSWER, DELETE], false);
+    const template = await page.evaluate(GH('makeTemplate', { baseUrl: tplGh, database: 'gh-reopen', threadId: 'template' }));
+    out.templateGh = template;
+    const tplAi = srv.scenario('tpl-ai', [LOOKUP, ANSWER, DELETE], false);
+    const templateAi = await page.evaluate(AI('makeTemplate', { baseUrl: tplAi }));
+    out.templateAi = templateAi;
+    for (const n of CFG.sizes) {
+      out.seed.gh[n] = await page.evaluate(GH('seed', { database: 'gh-reopen', threadId: `t${n}`, n, template }));
+      out.seed.ai[n] = await page.evaluate(AI('seedStored', { key: `t${n}`, n, template: templateAi }));
+      log(`seeded ${n} messages: Gatehouse ${out.seed.gh[n].seedMs.toFixed(0)} ms (${kb(out.seed.gh[n].jsonChars)} of message JSON), AI SDK DIY ${out.seed.ai[n].seedMs.toFixed(0)} ms`);
+    }
+    await page.close();
+  }
+  const baseUrl = srv.scenario('reopen', [ANSWER]);
+  for (const n of CFG.sizes) {
+    const sides = [['gh', 'reopen-gh.html', `db=gh-reopen&thread=t${n}&baseUrl=${encodeURIComponent(baseUrl)}`], ['ai', 'reopen-ai.html', `key=t${n}`]];
+    const runsBySide = { gh: [], ai: [] };
+    for (let i = 0; i <= CFG.reopenRuns; i++) { // run 0 is a warm-up, discarded; the two sides alternate
+      for (const [side, file, extra] of sides) {
+        const page = await context.newPage();
+        page.on('pageerror', (e) => log('pageerror:', String(e)));
+        await page.goto(`${srv.url}/${file}?${extra}`);
+        await page.waitForFunction(() => globalThis.__result, null, { timeout: 120_000 });
+        const r = await page.evaluate(() => globalThis.__result);
+        await page.close();
+        if (r.pending < 1) throw new Error(`${side} reopen t${n}: nothing pending`);
+        if (i > 0) runsBySide[side].push(r.T);
+      }
+    }
+    for (const [side] of sides) {
+      const runs = runsBySide[side];
+      const T = (f) => summary(runs.map(f));
+      out[side][n] = side === 'gh'
+        ? { total: T((t) => t.pending), load: T((t) => t.initialized - t.harnessReady), glue: T((t) => t.imported - t.harnessReady), harness: T((t) => t.harnessReady - t.moduleStart), wasmInit: T((t) => t.initialized - t.imported), open: T((t) => t.opened - t.initialized), pending: T((t) => t.pending - t.opened), openAgain: T((t) => t.opened2 - t.pending), beforeModule: T((t) => t.moduleStart) }
+        : { total: T((t) => t.pending), load: T((t) => t.imported - t.moduleStart), open: T((t) => t.loaded - t.imported), pending: T((t) => t.pending - t.loaded), beforeModule: T((t) => t.moduleStart) };
+      log(`reopen ${side} ${n}: median ${ms(out[side][n].total.median)}, p95 ${ms(out[side][n].total.p95)}`);
+    }
+    // After the timed runs: fresh loads, then approve with a canned (offline) model answer:
+    // the whole history is read and the request built. The thread is restored after each
+    // approval (raw IndexedDB) so every run starts from the same pending tail. On the largest
+    // thread, the first run also reads memory before and after.
+    const ap = { gh: [], ai: [] };
+    for (let i = 0; i < CFG.approveRuns; i++) {
+      await guard(`approve after reopen (Gatehouse, ${n})`, async () => {
+        const { page, cdp } = await newPage(`/reopen-gh.html?db=gh-reopen&thread=t${n}&baseUrl=${encodeURIComponent(baseUrl)}`);
+        await page.waitForFunction(() => globalThis.__result, null, { timeout: 120_000 });
+        const mem = n === CFG.memThread && i === 0;
+        if (mem) out.memory.ghOpened = await gcAndMemory(page, cdp, 'gh');
+        const r = await page.evaluate(`(async () => (await import('/gh.js')).approveCanned(globalThis.__agent))()`);
+        // Linear memory never shrinks: this is the high-water mark of reading and sending the history.
+        r.wasmBytes = await page.evaluate(() => globalThis.__wasm.memory.buffer.byteLength);
+        if (mem) out.memory.ghApproved = await gcAndMemory(page, cdp, 'gh');
+        await page.evaluate(GH('restore', { database: 'gh-reopen', threadId: `t${n}`, n, template: out.templateGh }));
+        await page.close();
+        ap.gh.push(r);
+      });
+      await guard(`approve after reopen (AI SDK, ${n})`, async () => {
+        const { page, cdp } = await newPage(`/reopen-ai.html?key=t${n}`);
+        await page.waitForFunction(() => globalThis.__result, null, { timeout: 120_000 });
+        const mem = n === CFG.memThread && i === 0;
+        if (mem) out.memory.aiOpened = await gcAndMemory(page, cdp, 'ai');
+        const r = await page.evaluate(`(async () => (await import('/ai.js')).approveCanned({ messages: globalThis.__messages, baseUrl: ${JSON.stringify(baseUrl)} }))()`);
+        if (mem) out.memory.aiApproved = await gcAndMemory(page, cdp, 'ai');
+        await page.close();
+        ap.ai.push(r);
+      });
+    }
+    for (const side of ['gh', 'ai']) {
+      const list = ap[side];
+      if (!list.length) continue;
+      out.approveAfterReopen[side][n] = {
+        runs: list, toIssue: summary(list.map((r) => r.toIssueMs)), toResolve: summary(list.map((r) => r.toResolveMs)),
+        requestChars: list[0].requestChars, wasmBytes: list[0].wasmBytes ?? null,
+      };
+    }
+    log(`approve after reopen ${n}: Gatehouse ${ms(out.approveAfterReopen.gh[n]?.toIssue.median)}, AI SDK† ${ms(out.approveAfterReopen.ai[n]?.toIssue.median)}`);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------- 3. per turn
+
+function turnStats(list) {
+  const perTurn = list.perTurn;
+  const k = Math.max(1, Math.floor(perTurn.length / 10));
+  return {
+    turns: perTurn.length, totalMs: perTurn.reduce((a, b) => a + b, 0), msPerTurn: mean(perTurn), stats: summary(perTurn),
+    first: median(perTurn.slice(0, k)), last: median(perTurn.slice(-k)), window: k,
+    busyMs: list.busyMs, cpuMs: list.cpuMs, noThreadTimeMs: list.noThreadTimeMs, busyPerTurn: list.busyMs / perTurn.length, cpuPerTurn: list.cpuMs / perTurn.length,
+    messageCount: list.messageCount, lastRequestChars: list.lastRequestChars, deltas: list.deltas,
+  };
+}
+
+/**
+ * Runs several variants of the same conversation side by side in their own pages, in
+ * interleaved blocks of `block` turns, so load from elsewhere on the machine hits all of them
+ * alike. Each block runs under a trace for the main thread's busy and CPU time.
+ */
+async function interleavedTurns(variants, n, block) {
+  const live = [];
+  for (const v of variants) {
+    const r = await guard(`start ${v.label}`, async () => {
+      const { page, cdp } = await newPage();
+      const call = v.side === 'gh' ? GH : AI;
+      await page.evaluate(call('turnsStart', { key: v.key, ...v.args }));
+      return { ...v, page, cdp, call, acc: { perTurn: [], busyMs: 0, cpuMs: 0, noThreadTimeMs: 0 } };
+    });
+    if (r) live.push(r);
+  }
+  for (let done = 0; done < n; done += block) {
+    const k = Math.min(block, n - done);
+    for (const v of live) {
+      if (v.failed) continue;
+      try {
+        const t = await traced(v.cdp, () => v.page.evaluate(v.call('turnsMore', { key: v.key, k })));
+        v.acc.perTurn.push(...t.result.perTurn);
+        v.acc.busyMs += t.busyMs;
+        v.acc.cpuMs += t.cpuMs;
+        v.acc.noThreadTimeMs += t.noThreadTimeMs;
+        Object.assign(v.acc, { messageCount: t.result.messageCount, lastRequestChars: t.result.lastRequestChars, deltas: t.result.deltas });
+      } catch (e) {
+        v.failed = true;
+        log(`ERROR in ${v.label}:`, e.message);
+        errors.push(`${v.label}: ${String(e.message).split('\n')[0]}`);
+      }
+    }
+  }
+  const out = {};
+  for (const v of live) {
+    if (!v.failed) {
+      out[v.name] = turnStats(v.acc);
+      if (v.memory) out[v.name].memory = await gcAndMemory(v.page, v.cdp, v.side);
+      const r = out[v.name];
+      log(`${v.label}: ${r.msPerTurn.toFixed(2)} ms/turn (median ${r.stats.median.toFixed(2)}; first ${r.window}: ${r.first.toFixed(2)}, last ${r.window}: ${r.last.toFixed(2)}), main thread CPU ${r.cpuPerTurn.toFixed(2)} ms/turn (no thread time: ${r.noThreadTimeMs.toFixed(1)} of ${r.busyMs.toFixed(0)} ms), busy ${r.busyPerTurn.toFixed(2)} ms/turn, ${r.messageCount} messages`);
+    }
+    await v.page.close();
+  }
+  return out;
+}
+
+async function perTurn() {
+  const n = CFG.turns;
+  const sc = (id) => srv.scenario(id, [LOOKUP, ANSWER]);
+  const out = await interleavedTurns([
+    { name: 'ghIdb', label: 'Gatehouse IndexedDB', side: 'gh', key: 'idb', args: { baseUrl: sc('turns-gh-idb'), storage: 'indexeddb', database: 'gh-turns', threadId: 'idb', stream: false } },
+    { name: 'ghMem', label: 'Gatehouse memory store', side: 'gh', key: 'mem', args: { baseUrl: sc('turns-gh-mem'), storage: 'memory', database: 'gh-turns-mem', threadId: 'mem', stream: false } },
+    { name: 'ai', label: 'AI SDK generateText', side: 'ai', key: 'gen', args: { baseUrl: sc('turns-ai'), stream: false } },
+  ], n, CFG.block);
+  Object.assign(out, await interleavedTurns([
+    { name: 'ghIdbStream', label: 'Gatehouse IndexedDB streaming + onEvent', side: 'gh', key: 'idbs', args: { baseUrl: sc('turns-gh-idb-s'), storage: 'indexeddb', database: 'gh-turns', threadId: 'idb-stream', stream: true, withEvents: true } },
+    { name: 'aiStream', label: 'AI SDK streamText', side: 'ai', key: 'str', args: { baseUrl: sc('turns-ai-s'), stream: true } },
+  ], n, CFG.block));
+
+  // Approval round trips, interleaved in blocks of 5.
+  const variants = [
+    { name: 'approvalGhIdb', label: 'approval Gatehouse IndexedDB', side: 'gh', id: 'appr-gh-idb', args: { storage: 'indexeddb', database: 'gh-approve', threadId: 'a' } },
+    { name: 'approvalGhMem', label: 'approval Gatehouse memory', side: 'gh', id: 'appr-gh-mem', args: { storage: 'memory', database: 'gh-approve-mem', threadId: 'a' } },
+    { name: 'approvalAi', label: 'approval AI SDK', side: 'ai', id: 'appr-ai', args: {} },
+  ];
+  const live = [];
+  for (const v of variants) {
+    const r = await guard(`start ${v.label}`, async () => {
+      const { page } = await newPage();
+      const call = v.side === 'gh' ? GH : AI;
+      await page.evaluate(call('approvalsStart', { key: v.id, baseUrl: srv.scenario(v.id, [DELETE, ANSWER]), ...v.args }));
+      return { ...v, page, call, list: [] };
+    });
+    if (r) live.push(r);
+  }
+  for (let done = 0; done < CFG.approvals; done += 5) {
+    for (const v of live) {
+      if (v.failed) continue;
+      try {
+        v.list.push(...await v.page.evaluate(v.call('approvalsMore', { key: v.id, k: Math.min(5, CFG.approvals - done) })));
+      } catch (e) {
+        v.failed = true;
+        log(`ERROR in ${v.label}:`, e.message);
+        errors.push(`${v.label}: ${String(e.message).split('\n')[0]}`);
+      }
+    }
+  }
+  for (const v of live) {
+    await v.page.close();
+    if (v.failed) continue;
+    const arr = srv.arrivals.get(v.id) ?? [];
+    const toServer = v.list.map((a) => arr[a.requestIndex - 1] - a.wallT0).filter((x) => Number.isFinite(x));
+    const r = { toIssue: summary(v.list.map((a) => a.toIssueMs)), toServer: toServer.length ? summary(toServer) : null, toResolve: summary(v.list.map((a) => a.toResolveMs)) };
+    log(`${v.label}: submit → request issued median ${ms(r.toIssue.median)}, → server ${ms(r.toServer?.median)}, → resolved ${ms(r.toResolve.median)}`);
+    out[v.name] = r;
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------- 4. streaming
+
+async function streaming() {
+  const sides = [];
+  for (const side of ['gh', 'ai']) {
+    const r = await guard(`streaming ${side} start`, async () => {
+      const { page, cdp } = await newPage();
+      const baseUrl = srv.scenario(`stream-${side}`, [{ generateTokens: CFG.streamTokens }]);
+      if (side === 'gh') await page.evaluate(GH('memory'));
+      else await page.evaluate(AI('memory'));
+      return { side, page, cdp, baseUrl, runs: [] };
+    });
+    if (r) sides.push(r);
+  }
+  for (let i = 0; i <= CFG.streamRuns; i++) { // run 0 is a warm-up, discarded; the two SDKs alternate
+    for (const s of sides) {
+      if (s.failed) continue;
+      try {
+        const args = { baseUrl: s.baseUrl, storage: 'indexeddb', database: 'gh-stream', threadId: `s${i}` };
+        const t = await traced(s.cdp, () => s.page.evaluate(s.side === 'gh' ? GH('streamOnce', args) : AI('streamOnce', args)));
+        const r = { ...t.result, busyMs: t.busyMs, cpuMs: t.cpuMs, noThreadTimeMs: t.noThreadTimeMs };
+        if (i > 0) s.runs.push(r);
+      } catch (e) {
+        s.failed = true;
+        log(`ERROR in streaming ${s.side}:`, e.message);
+        errors.push(`streaming ${s.side}: ${String(e.message).split('\n')[0]}`);
+      }
+    }
+  }
+  const out = {};
+  for (const s of sides) {
+    await s.page.close();
+    if (s.failed) continue;
+    const runs = s.runs;
+    const S = (f) => summary(runs.map(f));
+    const per1k = 1000 / CFG.streamTokens;
+    const r = {
+      runs,
+      lastByteToLastDelta: S((r) => r.lastDeltaMs - r.lastChunkMs),
+      firstByteToFirstDelta: S((r) => r.firstDeltaMs - r.firstChunkMs),
+      issuedToLastDelta: S((r) => r.lastDeltaMs - r.issuedMs),
+      issuedToLastByte: S((r) => r.lastChunkMs - r.issuedMs),
+      lastDeltaToResolved: S((r) => r.resolvedMs - r.lastDeltaMs),
+      busyPer1k: S((r) => r.busyMs * per1k),
+      cpuPer1k: S((r) => r.cpuMs * per1k),
+      noThreadTimeMs: runs.reduce((a, r) => a + r.noThreadTimeMs, 0),
+      busyMsTotal: runs.reduce((a, r) => a + r.busyMs, 0),
+      deltas: median(runs.map((r) => r.deltas)),
+      bytes: median(runs.map((r) => r.bytes)),
+      chunks: median(runs.map((r) => r.chunks)),
+    };
+    log(`streaming ${s.side}: last byte → last delta ${ms(r.lastByteToLastDelta.median)}, main thread CPU ${ms(r.cpuPer1k?.median)}/1k tokens (busy ${ms(r.busyPer1k.median)}), ${r.deltas} deltas, ${kb(r.bytes)} in ${r.chunks} chunks`);
+    out[s.side] = r;
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------- 5. memory
+
+async function memory(reopenOut) {
+  const out = { opened: { gh: reopenOut?.memory?.ghOpened, ai: reopenOut?.memory?.aiOpened }, approved: { gh: reopenOut?.memory?.ghApproved, ai: reopenOut?.memory?.aiApproved } };
+  out.baseline = {};
+  out.baseline.gh = await guard('memory baseline gh', async () => { const { page, cdp } = await newPage(); await page.evaluate(GH('memory')); const m = await gcAndMemory(page, cdp, 'gh'); await page.close(); return m; });
+  out.baseline.ai = await guard('memory baseline ai', async () => { const { page, cdp } = await newPage(); await page.evaluate(AI('memory')); const m = await gcAndMemory(page, cdp, 'ai'); await page.close(); return m; });
+  const n = CFG.memTurns;
+  // Interleaved blocks of 100 turns; the memory is read after the last block (forced GC).
+  out.turns = await interleavedTurns([
+    { name: 'gh', label: `Gatehouse memory store, ${n} turns`, side: 'gh', key: 'm', memory: true, args: { baseUrl: srv.scenario('mem-gh', [LOOKUP, ANSWER]), storage: 'memory', database: 'gh-mem', threadId: 'm', stream: false } },
+    { name: 'ai', label: `AI SDK generateText, ${n} turns`, side: 'ai', key: 'm', memory: true, args: { baseUrl: srv.scenario('mem-ai', [LOOKUP, ANSWER]), stream: false } },
+  ], n, Math.min(100, n));
+  return out;
+}
+
+// ------------------------------------------------------------------------------- table
+
+let flaggedNoThreadTime = false;
+/** Marks a CPU figure when over 5% of the window's main-thread time had no thread time in the trace. */
+function flagNoThreadTime(missing, busy) {
+  if (!(missing > 0.05 * busy)) return '';
+  flaggedNoThreadTime = true;
+  return ` (*${Math.round((100 * missing) / busy)}%)`;
+}
+
+function buildRows(R) {
+  const { size, reopen: ro, turns: tu, stream: st, memory: me } = R;
+  const dagger = '†';
+
+  section('1. Size: what the page downloads for a chat with one gated tool (raw / gzip -9 / brotli 11)');
+  if (size) {
+    const g = size.gatehouse, a = size.aisdk;
+    row('JS, app bundled with esbuild (esm, browser, minified)', sizeCell(g.appJs), sizeCell(a.appJs), ratio(g.appJs.brotli, a.appJs.brotli));
+    row('wasm (pkg/gatehouse_bg.wasm)', sizeCell(g.wasm), '—');
+    row('total download', sizeCell(g.total), sizeCell(a.appJs), `${ratio(g.total.gzip, a.appJs.gzip)} gz, ${ratio(g.total.brotli, a.appJs.brotli)} br`);
+    row('  as shipped in pkg/: gatehouse.js + snippets, unminified', sizeCell(g.shippedJs), '—');
+    const sec = g.wasmSections;
+    row('  wasm sections: code / data / other (raw)', `${kb(sec.code)} / ${kb(sec.data ?? 0)} / ${kb(g.wasm.raw - sec.code - (sec.data ?? 0))}`, '—');
+    const top = Object.entries(a.appJsByPackage).sort((x, y) => y[1] - x[1]).slice(0, 3).map(([k, v]) => `${k} ${kb(v)}`).join(', ');
+    row('  largest inputs of the AI SDK bundle (minified)', '—', top);
+    if (g.byCrate == null) row('  wasm by crate', 'skipped: no scripts/size-report.sh in this checkout', 'n/a');
+    else row('  wasm by crate', 'see results.json size.gatehouse.byCrate (printed below)', 'n/a');
+  }
+
+  section(`2. Reopen to pending: fresh page load → pendingTools() answering (median / p95 of ${CFG.reopenRuns} loads; ${dagger} = DIY persistence, not an AI SDK feature)`);
+  if (ro) {
+    for (const n of CFG.sizes) {
+      const g = ro.gh[n], a = ro.ai[n];
+      if (!g) continue;
+      row(`${n.toLocaleString('en-US')} messages: navigation start → pending known`, medP95(g.total), a ? `${dagger} ${medP95(a.total)}` : 'n/a', a ? ratio(g.total.median, a.total.median) : '');
+      row('  library load (GH: import glue + wasm init; AI: import bundle)', medP95(g.load), a ? medP95(a.load) : '—', a ? ratio(g.load.median, a.load.median) : '');
+      row('    of which wasm fetch + compile + instantiate (init())', medP95(g.wasmInit), '—');
+      row(`  thread load (GH: Agent.open = db open + record + tail; AI${dagger}: IDB get of the whole list)`, medP95(g.open), a ? medP95(a.open) : '—', a ? ratio(g.open.median, a.open.median) : '');
+      row(`  find pending (GH: pendingTools(); AI${dagger}: scan the last message)`, medP95(g.pending), a ? medP95(a.pending) : '—');
+      row('  (diagnostic) Agent.open again in the same page, code warm', medP95(g.openAgain), '—');
+      const ga = ro.approveAfterReopen.gh[n], aa = ro.approveAfterReopen.ai[n];
+      if (ga || aa) row(`  then approve → model request issued (median of ${CFG.approveRuns}; whole history read + request built)`, ga ? `${ms(ga.toIssue.median)} (${kb(ga.requestChars)} request; wasm ${mb(ga.wasmBytes)})` : 'error', aa ? `${dagger} ${ms(aa.toIssue.median)} (${kb(aa.requestChars)})` : 'error', ga && aa ? ratio(ga.toIssue.median, aa.toIssue.median) : '');
+    }
+  }
+
+  section(`3. SDK cost per turn: ${CFG.turns} turns of [user → model calls a non-gated tool → tool runs → model answers] = 2 requests per turn, local server answering at once; the history grows, so later turns send bigger requests on both sides (turn k carries ~4k messages)`);
+  if (tu) {
+    const both = (a, b, f) => (a && b ? ratio(f(a), f(b)) : '');
+    const wall = (x) => (x ? `${ms(x.msPerTurn)} / ${ms(x.stats.median)}` : 'error');
+    const cpu = (x) => (x ? ms(x.cpuPerTurn) + flagNoThreadTime(x.noThreadTimeMs, x.busyMs) : 'error');
+    const busy = (x) => (x ? ms(x.busyPerTurn) : 'error');
+    row('wall ms per turn, mean / median: GH IndexedDB vs generateText', wall(tu.ghIdb), wall(tu.ai), both(tu.ghIdb, tu.ai, (x) => x.stats.median));
+    row('  main-thread CPU per turn (trace, thread time)', cpu(tu.ghIdb), cpu(tu.ai), both(tu.ghIdb, tu.ai, (x) => x.cpuPerTurn));
+    row('  main-thread busy per turn (trace, wall time of tasks)', busy(tu.ghIdb), busy(tu.ai), both(tu.ghIdb, tu.ai, (x) => x.busyPerTurn));
+    row('wall ms per turn, mean / median: GH memory store vs generateText', wall(tu.ghMem), wall(tu.ai), both(tu.ghMem, tu.ai, (x) => x.stats.median));
+    row('  main-thread CPU per turn', cpu(tu.ghMem), cpu(tu.ai), both(tu.ghMem, tu.ai, (x) => x.cpuPerTurn));
+    row('wall ms per turn, streaming: GH IndexedDB + onEvent vs streamText', wall(tu.ghIdbStream), wall(tu.aiStream), both(tu.ghIdbStream, tu.aiStream, (x) => x.stats.median));
+    row('  main-thread CPU per turn', cpu(tu.ghIdbStream), cpu(tu.aiStream), both(tu.ghIdbStream, tu.aiStream, (x) => x.cpuPerTurn));
+    const fl = (x) => (x ? `${ms(x.first)} → ${ms(x.last)}` : '—');
+    if (tu.ghIdb) row(`first ${tu.ghIdb.window} → last ${tu.ghIdb.window} turns, median wall (GH IndexedDB)`, fl(tu.ghIdb), fl(tu.ai));
+    if (tu.ghMem) row(`first ${tu.ghMem.window} → last ${tu.ghMem.window} turns, median wall (GH memory store)`, fl(tu.ghMem), fl(tu.ai));
+    row('request body at the last turn', tu.ghIdb ? `${kb(tu.ghIdb.lastRequestChars)}, ${tu.ghIdb.messageCount} msgs` : '—', tu.ai ? `${kb(tu.ai.lastRequestChars)}, ${tu.ai.messageCount} msgs` : '—');
+    const ap = (x) => (x ? medP95(x.toIssue) : 'error');
+    row(`approval round trip: submitDecisions → next request issued (page clock, median / p95 of ${CFG.approvals})`, ap(tu.approvalGhIdb), ap(tu.approvalAi), both(tu.approvalGhIdb, tu.approvalAi, (x) => x.toIssue.median));
+    row('  same with the GH memory store', ap(tu.approvalGhMem), ap(tu.approvalAi), both(tu.approvalGhMem, tu.approvalAi, (x) => x.toIssue.median));
+    const sv = (x) => (x?.toServer ? medP95(x.toServer) : '—');
+    row('  → request fully received by the server (page vs node wall clock)', sv(tu.approvalGhIdb), sv(tu.approvalAi), both(tu.approvalGhIdb?.toServer && tu.approvalGhIdb, tu.approvalAi?.toServer && tu.approvalAi, (x) => x.toServer.median));
+    const rs = (x) => (x ? medP95(x.toResolve) : '—');
+    row('  → call resolved (tool ran, answer back; GH: persisted)', rs(tu.approvalGhIdb), rs(tu.approvalAi), both(tu.approvalGhIdb, tu.approvalAi, (x) => x.toResolve.median));
+  }
+
+  section(`4. Streaming one ${CFG.streamTokens.toLocaleString('en-US')}-token answer (median of ${CFG.streamRuns}; GH onEvent text_delta vs streamText textStream)`);
+  if (st) {
+    const g = st.gh, a = st.ai;
+    const c = (x, k) => (x?.[k] ? ms(x[k].median) : x ? '—' : 'error');
+    const rr = (k) => (g?.[k] && a?.[k] ? ratio(g[k].median, a[k].median) : '');
+    row('last byte received → last delta delivered', c(g, 'lastByteToLastDelta'), c(a, 'lastByteToLastDelta'), rr('lastByteToLastDelta'));
+    row('first byte received → first delta delivered', c(g, 'firstByteToFirstDelta'), c(a, 'firstByteToFirstDelta'), rr('firstByteToFirstDelta'));
+    row('request issued → last byte received', c(g, 'issuedToLastByte'), c(a, 'issuedToLastByte'), rr('issuedToLastByte'));
+    row('request issued → last delta delivered', c(g, 'issuedToLastDelta'), c(a, 'issuedToLastDelta'), rr('issuedToLastDelta'));
+    const cf = (x) => (x?.cpuPer1k ? ms(x.cpuPer1k.median) + flagNoThreadTime(x.noThreadTimeMs, x.busyMsTotal) : x ? '—' : 'error');
+    row('main-thread CPU per 1,000 tokens (trace, thread time)', cf(g), cf(a), rr('cpuPer1k'));
+    row('  main-thread busy per 1,000 tokens (trace, wall time of tasks)', c(g, 'busyPer1k'), c(a, 'busyPer1k'), rr('busyPer1k'));
+    row('last delta → call resolved (GH: answer persisted to IndexedDB)', c(g, 'lastDeltaToResolved'), c(a, 'lastDeltaToResolved'));
+    row('  deltas delivered / bytes on the wire / body chunks seen by the page', g ? `${g.deltas} / ${kb(g.bytes)} / ${g.chunks}` : '—', a ? `${a.deltas} / ${kb(a.bytes)} / ${a.chunks}` : '—');
+  }
+
+  section('5. Memory (after a forced GC: CDP HeapProfiler.collectGarbage ×2; JS heap = performance.memory.usedJSHeapSize)');
+  if (me) {
+    const w = (m) => (m ? mb(m.wasmBytes) : '—');
+    const h = (m) => (m ? mb(m.jsHeapBytes) : '—');
+    row('fresh page after init: wasm linear memory', w(me.baseline.gh), 'n/a');
+    row('fresh page after init: JS heap', h(me.baseline.gh), h(me.baseline.ai), ratio(me.baseline.gh?.jsHeapBytes, me.baseline.ai?.jsHeapBytes));
+    const nm = CFG.memThread.toLocaleString('en-US');
+    row(`after opening a ${nm}-message thread: wasm linear memory`, w(me.opened.gh), 'n/a');
+    row(`after opening a ${nm}-message thread: JS heap`, h(me.opened.gh), me.opened.ai ? `${dagger} ${h(me.opened.ai)}` : '—', ratio(me.opened.gh?.jsHeapBytes, me.opened.ai?.jsHeapBytes));
+    row('  then approve (whole history loaded for the model call): wasm', w(me.approved.gh), 'n/a');
+    row('  then approve: JS heap', h(me.approved.gh), me.approved.ai ? `${dagger} ${h(me.approved.ai)}` : '—', ratio(me.approved.gh?.jsHeapBytes, me.approved.ai?.jsHeapBytes));
+    const tg = me.turns.gh?.memory, ta = me.turns.ai?.memory;
+    row(`after ${CFG.memTurns.toLocaleString('en-US')} turns (GH memory store): wasm linear memory`, w(tg), 'n/a');
+    row(`after ${CFG.memTurns.toLocaleString('en-US')} turns: JS heap`, h(tg), h(ta), ratio(tg?.jsHeapBytes, ta?.jsHeapBytes));
+    const tot = (m) => (m ? (m.wasmBytes ?? 0) + (m.jsHeapBytes ?? 0) : null);
+    row(`after ${CFG.memTurns.toLocaleString('en-US')} turns: wasm + JS heap`, tg ? mb(tot(tg)) : '—', ta ? mb(tot(ta)) : '—', ratio(tot(tg), tot(ta)));
+    if (me.turns.gh && me.turns.ai) {
+      row(`  wall ms per turn over those turns, median (first → last ${me.turns.gh.window})`, `${ms(me.turns.gh.stats.median)} (${ms(me.turns.gh.first)} → ${ms(me.turns.gh.last)})`, `${ms(me.turns.ai.stats.median)} (${ms(me.turns.ai.first)} → ${ms(me.turns.ai.last)})`, ratio(me.turns.gh.stats.median, me.turns.ai.stats.median));
+      row('  main-thread CPU per turn over those turns', ms(me.turns.gh.cpuPerTurn) + flagNoThreadTime(me.turns.gh.noThreadTimeMs, me.turns.gh.busyMs), ms(me.turns.ai.cpuPerTurn) + flagNoThreadTime(me.turns.ai.noThreadTimeMs, me.turns.ai.busyMs), ratio(me.turns.gh.cpuPerTurn, me.turns.ai.cpuPerTurn));
+    }
+  }
+
+  notes.push(`${dagger} The AI SDK has no persistence: these cells time an app that keeps its ModelMessage[] under one IndexedDB key (idb-keyval style) and loads all of it.`);
+  notes.push('Ratios are Gatehouse / AI SDK of the medians (below 1× = Gatehouse is smaller or faster). Timings are printed, never asserted.');
+  notes.push('The wasm is served with Cache-Control: no-store, so every reopen compiles it (first-visit cost; no code cache).');
+  if (size?.gatehouse?.byCrate) notes.push('wasm by crate (scripts/size-report.sh):\n' + size.gatehouse.byCrate.trimEnd().replace(/^/gm, '  '));
+  if (flaggedNoThreadTime) notes.push('(*N%) N% of that window\'s main-thread busy time came from trace events without a thread time; the CPU figure leaves it out.');
+  if (errors.length) notes.push('ERRORS (cells left empty or marked "error"):\n' + errors.map((e) => '  ' + e).join('\n'));
+}
+
+// ------------------------------------------------------------------------------- main
+
+async function main() {
+  if (!fs.existsSync(path.join(root, 'pkg/gatehouse_bg.wasm'))) {
+    console.error('pkg/ is not built: run ./scripts/build-pkg.sh (or make pkg) first, or use scripts/bench.sh');
+    process.exit(2);
+  }
+  fs.mkdirSync(OUT, { recursive: true });
+  log(`config: ${JSON.stringify(CFG)}`);
+  const R = { config: { ...CFG, quick: QUICK } };
+  R.size = await guard('size', () => measureSize());
+  log('size measured');
+  const site = prepareSite();
+  if (flag('--prepare-only')) { log(`site prepared in ${path.relative(root, site)}`); return; }
+  srv = await startModelServer(site);
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gatehouse-bench-profile-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--enable-precise-memory-info',
+      '--disable-background-timer-throttling', '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows'],
+  });
+  let chromiumVersion = '?';
+  try {
+    const { page, cdp } = await newPage();
+    chromiumVersion = (await cdp.send('Browser.getVersion')).product;
+    await page.close();
+  } catch (e) { log('version:', e.message); }
+  try {
+    R.reopen = await guard('reopen', () => reopen());
+    R.turns = await guard('turns', () => perTurn());
+    R.stream = await guard('streaming', () => streaming());
+    R.memory = await guard('memory', () => memory(R.reopen));
+  } finally {
+    await context.close().catch(() => {});
+    await srv.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+  const machine = machineInfo(chromiumVersion);
+  R.machine = machine;
+  buildRows(R);
+  const table = printTable(machine);
+  console.log(table);
+  R.table = table;
+  R.rows = rows;
+  R.errors = errors;
+  R.durationS = (Date.now() - started) / 1000;
+  fs.writeFileSync(path.join(OUT, 'results.json'), JSON.stringify(R, null, 2));
+  fs.writeFileSync(path.join(OUT, 'results.txt'), table + '\n');
+  log(`done in ${R.durationS.toFixed(0)} s: ${path.relative(root, path.join(OUT, 'results.json'))}`);
+  process.exit(errors.length ? 1 : 0);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });

@@ -1,0 +1,223 @@
+// Vercel AI SDK side of the benchmark (ai 7 + @ai-sdk/openai-compatible). bench/run.mjs
+// bundles this file with esbuild (esm, browser, minified) into /ai.js; '/common.js' stays
+// external so the page shares one fetch interceptor with it.
+import { generateText, streamText, tool, jsonSchema, stepCountIs } from 'ai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { net, now, settle, cannedCompletion } from '/common.js';
+
+export { net };
+
+export function model(baseUrl) {
+  return createOpenAICompatible({ name: 'bench', baseURL: baseUrl, apiKey: 'bench' }).chatModel('bench-model');
+}
+
+// The same two tools as the Gatehouse side: `lookup` runs freely, `delete_file` needs approval.
+export const tools = {
+  lookup: tool({
+    description: 'Look up a fact',
+    inputSchema: jsonSchema({ type: 'object', properties: { q: { type: 'string' } }, required: ['q'] }),
+    execute: async ({ q }) => ({ q, answer: 'sunny', temperatureC: 21 }),
+  }),
+  delete_file: tool({
+    description: 'Delete a file from the filesystem',
+    inputSchema: jsonSchema({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'] }),
+    needsApproval: true,
+    execute: async ({ path }) => ({ deleted: path }),
+  }),
+};
+
+const STOP = stepCountIs(5);
+export const question = (i) => `Question ${i}: what is the weather like in Lisbon today?`;
+
+const sessions = new Map();
+
+/**
+ * The same conversation as Gatehouse's turns: the app keeps the message list in memory and
+ * appends each call's responseMessages (tool call, tool result, answer). In blocks.
+ */
+export async function turnsStart({ key, baseUrl, stream }) {
+  sessions.set(key, { model: model(baseUrl), messages: [], i: 0, deltas: 0, stream });
+  return { messageCount: 0 };
+}
+
+export async function turnsMore({ key, k }) {
+  const s = sessions.get(key);
+  const perTurn = new Array(k);
+  await settle();
+  for (let j = 0; j < k; j++) {
+    const t = now();
+    s.messages.push({ role: 'user', content: question(++s.i) });
+    if (s.stream) {
+      const r = streamText({ model: s.model, messages: s.messages, tools, stopWhen: STOP });
+      for await (const _ of r.textStream) s.deltas++;
+      s.messages.push(...(await r.responseMessages));
+    } else {
+      const r = await generateText({ model: s.model, messages: s.messages, tools, stopWhen: STOP });
+      if (r.finishReason !== 'stop') throw new Error(`turn ${s.i}: ${r.finishReason}`);
+      s.messages.push(...r.responseMessages);
+    }
+    perTurn[j] = now() - t;
+  }
+  return { perTurn, messageCount: s.messages.length, lastRequestChars: net.last?.bodyChars ?? null, deltas: s.deltas };
+}
+
+export async function runTurns(args) {
+  await turnsStart({ key: 'run', ...args });
+  const t0 = now();
+  const r = await turnsMore({ key: 'run', k: args.n });
+  r.totalMs = now() - t0;
+  return r;
+}
+
+function approvalResponse(r) {
+  const reqs = r.content.filter((p) => p.type === 'tool-approval-request');
+  if (!reqs.length) throw new Error(`no approval request (finish: ${r.finishReason})`);
+  return { role: 'tool', content: reqs.map((p) => ({ type: 'tool-approval-response', approvalId: p.approvalId, approved: true })) };
+}
+
+/** The approval round trip: generateText with the approval response → next request issued. */
+export async function approvalsStart({ key, baseUrl }) {
+  sessions.set(key, { model: model(baseUrl), messages: [], i: 0 });
+}
+
+export async function approvalsMore({ key, k }) {
+  const s = sessions.get(key);
+  const out = [];
+  for (let j = 0; j < k; j++) {
+    const i = s.i++;
+    s.messages.push({ role: 'user', content: `Delete /tmp/file-${i}.log please` });
+    const r = await generateText({ model: s.model, messages: s.messages, tools, stopWhen: STOP });
+    s.messages.push(...r.responseMessages);
+    const decision = approvalResponse(r);
+    await settle();
+    let issued = 0;
+    net.onIssue = (rec) => { if (!issued) issued = rec.issuedAt; };
+    const pageT0 = now();
+    const wallT0 = performance.timeOrigin + pageT0;
+    s.messages.push(decision);
+    const r2 = await generateText({ model: s.model, messages: s.messages, tools, stopWhen: STOP });
+    const resolved = now();
+    net.onIssue = null;
+    if (r2.finishReason !== 'stop') throw new Error(`approval ${i}: ${r2.finishReason}`);
+    s.messages.push(...r2.responseMessages);
+    out.push({ toIssueMs: issued - pageT0, toResolveMs: resolved - pageT0, wallT0, requestIndex: net.count });
+  }
+  return out;
+}
+
+/** One streamed answer with streamText; the last textStream chunk is the last delta. */
+export async function streamOnce({ baseUrl, track = true }) {
+  const m = model(baseUrl);
+  let firstDeltaAt = 0, lastDeltaAt = 0, deltas = 0, chars = 0;
+  await settle();
+  net.trackBody = track;
+  const t0 = now();
+  const r = streamText({ model: m, messages: [{ role: 'user', content: 'Write a long essay.' }], tools, stopWhen: STOP });
+  for await (const d of r.textStream) {
+    const t = now();
+    if (!firstDeltaAt) firstDeltaAt = t;
+    lastDeltaAt = t;
+    deltas++;
+    chars += d.length;
+  }
+  await r.responseMessages;
+  const resolvedAt = now();
+  net.trackBody = false;
+  const rec = net.last;
+  return {
+    status: await r.finishReason, deltas, chars, bytes: rec.bytes, chunks: rec.chunks,
+    issuedMs: rec.issuedAt - t0, headersMs: rec.headersAt - t0, firstChunkMs: rec.firstChunkAt - t0,
+    lastChunkMs: rec.lastChunkAt - t0, firstDeltaMs: firstDeltaAt - t0, lastDeltaMs: lastDeltaAt - t0,
+    resolvedMs: resolvedAt - t0,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// DIY persistence (not part of the AI SDK; for the clearly labelled reopen comparison):
+// the whole ModelMessage[] under one IndexedDB key, idb-keyval style.
+
+const DB = 'aisdk-diy';
+function idb() {
+  return new Promise((resolve, reject) => {
+    const r = indexedDB.open(DB, 1);
+    r.onupgradeneeded = () => r.result.createObjectStore('kv');
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+}
+
+export async function loadStored(key) {
+  const db = await idb();
+  const value = await new Promise((resolve, reject) => {
+    const r = db.transaction('kv').objectStore('kv').get(key);
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+  db.close();
+  return value ?? [];
+}
+
+export function pendingApprovals(messages) {
+  const last = messages.at(-1);
+  if (!last || last.role !== 'assistant' || !Array.isArray(last.content)) return [];
+  return last.content.filter((p) => p.type === 'tool-approval-request');
+}
+
+/** A real template through the SDK: one completed lookup turn, one turn waiting for approval. */
+export async function makeTemplate({ baseUrl }) {
+  const m = model(baseUrl);
+  const messages = [{ role: 'user', content: question(0) }];
+  let r = await generateText({ model: m, messages, tools, stopWhen: STOP });
+  messages.push(...r.responseMessages);
+  messages.push({ role: 'user', content: 'Delete /tmp/old.log please' });
+  r = await generateText({ model: m, messages, tools, stopWhen: STOP });
+  messages.push(...r.responseMessages);
+  if (messages.length !== 6 || !pendingApprovals(messages).length) throw new Error('unexpected AI SDK template: ' + JSON.stringify(messages));
+  return messages;
+}
+
+/** Stores `n` messages in the template's shape, the same layout as Gatehouse's seed(). */
+export async function seedStored({ key, n, template }) {
+  const [user, call, result, answer, tailUser, tailCall] = template;
+  const body = n - 2;
+  const list = [];
+  for (let i = 0; i < Math.floor(body / 4); i++) {
+    const id = `call_seed_${i + 1}`;
+    const c = structuredClone(call); c.content[0].toolCallId = id;
+    const res = structuredClone(result); res.content[0].toolCallId = id;
+    list.push(structuredClone(user), c, res, structuredClone(answer));
+  }
+  if (body % 4) list.push(structuredClone(user), structuredClone(answer));
+  list.push(structuredClone(tailUser), structuredClone(tailCall));
+  const t0 = now();
+  const db = await idb();
+  await new Promise((resolve, reject) => {
+    const tx = db.transaction('kv', 'readwrite');
+    tx.objectStore('kv').put(list, key);
+    tx.oncomplete = resolve;
+    tx.onerror = () => reject(tx.error);
+  });
+  db.close();
+  return { seedMs: now() - t0, jsonChars: JSON.stringify(list).length };
+}
+
+/** Approves the pending call of a loaded list with a canned (offline) model answer. */
+export async function approveCanned({ messages, baseUrl }) {
+  const m = model(baseUrl);
+  const pending = pendingApprovals(messages);
+  net.canned = cannedCompletion('Deleted.');
+  let issued = 0, chars = 0;
+  net.onIssue = (rec) => { if (!issued) { issued = rec.issuedAt; chars = rec.bodyChars; } };
+  const t0 = now();
+  messages.push({ role: 'tool', content: pending.map((p) => ({ type: 'tool-approval-response', approvalId: p.approvalId, approved: true })) });
+  const r = await generateText({ model: m, messages, tools, stopWhen: STOP });
+  messages.push(...r.responseMessages);
+  const t1 = now();
+  net.canned = null;
+  net.onIssue = null;
+  return { status: r.finishReason, toIssueMs: issued - t0, toResolveMs: t1 - t0, requestChars: chars };
+}
+
+export function memory() {
+  return { wasmBytes: null, jsHeapBytes: performance.memory?.usedJSHeapSize ?? null };
+}

@@ -1,0 +1,87 @@
+// Shared by the Gatehouse and the AI SDK harnesses (plain ES module, served as is).
+//
+// A fetch interceptor that timestamps model requests on the page's clock: when `fetch()` is
+// called (the request "leaves the page"), when the headers arrive, and — with `trackBody` —
+// when each body chunk arrives. The body is pumped eagerly (not on the consumer's demand), so
+// `lastChunkAt` is the first moment page JS could see the last byte, however slow the SDK
+// is at consuming it. `canned` answers without touching the network (used where only the
+// moment a request is issued matters and its body would be tens of MB).
+
+const MODEL_PATH = /\/chat\/completions$/;
+const realFetch = globalThis.fetch.bind(globalThis);
+
+export const net = {
+  count: 0,
+  last: null, // the latest model request record
+  trackBody: false,
+  canned: null, // { body: string, contentType: string }
+  onIssue: null, // (record) => void
+  reset() { this.count = 0; this.last = null; this.trackBody = false; this.canned = null; this.onIssue = null; },
+};
+
+globalThis.fetch = function benchFetch(input, init) {
+  const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+  const method = init?.method ?? (typeof input === 'object' && 'method' in input ? input.method : 'GET');
+  if (method !== 'POST' || !MODEL_PATH.test(new URL(url, location.href).pathname)) return realFetch(input, init);
+  const rec = {
+    issuedAt: performance.now(),
+    bodyChars: typeof init?.body === 'string' ? init.body.length : -1,
+    headersAt: 0, firstChunkAt: 0, lastChunkAt: 0, doneAt: 0, chunks: 0, bytes: 0,
+  };
+  net.count++;
+  net.last = rec;
+  net.onIssue?.(rec);
+  if (net.canned) {
+    const c = net.canned;
+    return Promise.resolve(new Response(c.body, { status: 200, headers: { 'content-type': c.contentType } }));
+  }
+  const track = net.trackBody;
+  return realFetch(input, init).then((resp) => {
+    rec.headersAt = performance.now();
+    if (!track || !resp.body) return resp;
+    const reader = resp.body.getReader();
+    let ctrl;
+    const out = new ReadableStream({
+      start(c) { ctrl = c; },
+      cancel(reason) { return reader.cancel(reason).catch(() => {}); },
+    });
+    (async () => {
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) { rec.doneAt = performance.now(); try { ctrl.close(); } catch {} return; }
+          const t = performance.now();
+          if (!rec.firstChunkAt) rec.firstChunkAt = t;
+          rec.lastChunkAt = t;
+          rec.chunks++;
+          rec.bytes += value.byteLength;
+          try { ctrl.enqueue(value); } catch { /* the consumer cancelled: keep timing the bytes */ }
+        }
+      } catch (e) {
+        try { ctrl.error(e); } catch {}
+      }
+    })();
+    return new Response(out, { status: resp.status, statusText: resp.statusText, headers: resp.headers });
+  });
+};
+
+/** A canned non-streamed OpenAI Chat Completions answer. */
+export function cannedCompletion(text = 'ok') {
+  return {
+    contentType: 'application/json',
+    body: JSON.stringify({
+      id: 'chatcmpl-bench', object: 'chat.completion', created: 0, model: 'bench',
+      choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    }),
+  };
+}
+
+export const now = () => performance.now();
+
+/** Lets queued tasks (IndexedDB callbacks, lock grants) settle before timing the next thing. */
+export const settle = () => new Promise((r) => setTimeout(r, 0));
+
+export function wasmMemoryBytes(exports) {
+  return exports?.memory?.buffer?.byteLength ?? null;
+}

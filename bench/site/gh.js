@@ -1,0 +1,258 @@
+// Gatehouse side of the benchmark: runs in the page, driven by bench/run.mjs through
+// page.evaluate. Uses only the package's public API, plus raw IndexedDB to read the stored
+// shape of a real thread and to seed big threads in that shape.
+import { net, now, settle, cannedCompletion, wasmMemoryBytes } from './common.js';
+
+let mod = null;
+export let wasm = null;
+
+export async function init() {
+  const t0 = now();
+  mod = await import('/pkg/gatehouse.js');
+  const t1 = now();
+  wasm = await mod.default();
+  const t2 = now();
+  globalThis.__wasm = wasm;
+  return { importMs: t1 - t0, initMs: t2 - t1 };
+}
+
+export const TOOLS = () => [
+  {
+    name: 'lookup',
+    description: 'Look up a fact',
+    parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+    execute: async ({ q }) => ({ q, answer: 'sunny', temperatureC: 21 }),
+  },
+  {
+    name: 'delete_file',
+    description: 'Delete a file from the filesystem',
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+    execute: async ({ path }) => ({ deleted: path }),
+    requireApproval: true,
+  },
+];
+
+export function open({ threadId, baseUrl, storage = 'indexeddb', database = 'gh-bench', stream = true }) {
+  if (!mod) throw new Error('init() first');
+  return mod.Agent.open({
+    threadId,
+    model: { provider: 'openai', baseUrl, apiKey: 'bench', model: 'bench-model', stream },
+    tools: TOOLS(),
+    storage: { kind: storage, database },
+  });
+}
+
+export const question = (i) => `Question ${i}: what is the weather like in Lisbon today?`;
+
+// ---------------------------------------------------------------------------------------
+// Raw IndexedDB (the stored shape: src/store/indexeddb.rs)
+
+function req(r) {
+  return new Promise((resolve, reject) => { r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error); });
+}
+function txDone(tx) {
+  return new Promise((resolve, reject) => { tx.oncomplete = resolve; tx.onerror = () => reject(tx.error); tx.onabort = () => reject(tx.error ?? new Error('aborted')); });
+}
+async function rawOpen(database) {
+  const r = indexedDB.open(database);
+  return req(r);
+}
+
+/** The stored record and rows of a thread, as the SDK wrote them. */
+export async function readRaw(database, threadId) {
+  const db = await rawOpen(database);
+  const tx = db.transaction(['threads', 'messages'], 'readonly');
+  const record = await req(tx.objectStore('threads').get(threadId));
+  const rows = await req(tx.objectStore('messages').getAll(IDBKeyRange.bound([threadId, 0], [threadId, Infinity])));
+  db.close();
+  return { record, rows };
+}
+
+/**
+ * Builds a real template thread through the SDK: one completed turn (the model calls the
+ * non-gated `lookup`, then answers) and one turn that waits for approval of `delete_file`.
+ * Returns its raw stored record and rows (6 messages).
+ */
+export async function makeTemplate({ baseUrl, database, threadId }) {
+  const agent = await open({ threadId, baseUrl, database, stream: false });
+  const a = await agent.chat(question(0));
+  const b = await agent.chat('Delete /tmp/old.log please');
+  if (a.status !== 'completed' || b.status !== 'awaiting_approval') throw new Error(`template: ${a.status} / ${b.status}`);
+  agent.free?.();
+  return readRaw(database, threadId);
+}
+
+/**
+ * Writes a thread of `n` messages (n even, n >= 2) straight into IndexedDB in the template's
+ * shape: [user, tool_call(lookup), tool_call_result, assistant] blocks (plus one
+ * [user, assistant] pair when needed), then the template's pending [user, tool_call] tail.
+ */
+export async function seed({ database, threadId, n, template }) {
+  if (n % 2 || n < 2) throw new Error('n must be even and >= 2');
+  const t = template.rows.map((r) => r.json);
+  const [user, call, result, answer, tailUser, tailCall] = t;
+  const body = n - 2;
+  const blocks = Math.floor(body / 4);
+  const pair = (body % 4) / 2; // 0 or 1
+  const seq = [];
+  for (let i = 0; i < blocks; i++) seq.push(user, call, result, answer);
+  if (pair) seq.push(user, answer);
+  const tailId = BigInt(JSON.parse(tailCall).__id.slice(4));
+  const db = await rawOpen(database);
+  const t0 = now();
+  let bytes = 0;
+  const BATCH = 5000;
+  for (let start = 0; start < seq.length; start += BATCH) {
+    const tx = db.transaction('messages', 'readwrite');
+    const store = tx.objectStore('messages');
+    for (let i = start; i < Math.min(seq.length, start + BATCH); i++) {
+      const m = JSON.parse(seq[i]);
+      m.__id = 'msg_' + (tailId - BigInt((seq.length - i + 1) * 1000)).toString();
+      if (Array.isArray(m.tools)) for (const e of m.tools) e.callId = `call_seed_${(i >> 2) + 1}`;
+      const json = JSON.stringify(m);
+      bytes += json.length;
+      store.put({ thread: threadId, seq: i + 1, json });
+    }
+    await txDone(tx);
+  }
+  const tx = db.transaction(['threads', 'messages'], 'readwrite');
+  tx.objectStore('messages').put({ thread: threadId, seq: seq.length + 1, json: tailUser });
+  tx.objectStore('messages').put({ thread: threadId, seq: seq.length + 2, json: tailCall });
+  bytes += tailUser.length + tailCall.length;
+  const record = { ...structuredClone(template.record), id: threadId, messageCount: n, version: n };
+  tx.objectStore('threads').put(record);
+  await txDone(tx);
+  db.close();
+  return { seedMs: now() - t0, jsonChars: bytes };
+}
+
+/** Puts a seeded thread back as seed() left it (after an approval changed its tail). */
+export async function restore({ database, threadId, n, template }) {
+  const db = await rawOpen(database);
+  const tx = db.transaction(['threads', 'messages'], 'readwrite');
+  const messages = tx.objectStore('messages');
+  messages.delete(IDBKeyRange.bound([threadId, n + 1], [threadId, Infinity]));
+  messages.put({ thread: threadId, seq: n, json: template.rows[5].json });
+  tx.objectStore('threads').put({ ...structuredClone(template.record), id: threadId, messageCount: n, version: n });
+  await txDone(tx);
+  db.close();
+}
+
+// ---------------------------------------------------------------------------------------
+// Measurements
+
+const sessions = new Map();
+
+/**
+ * Turns of a conversation, in blocks (so two SDKs can be interleaved): turnsStart opens the
+ * agent, each turnsMore runs `k` turns of chat(question) → model calls `lookup` → tool runs →
+ * model answers, and returns the wall time of each turn (ms).
+ */
+export async function turnsStart({ key, baseUrl, storage, database, threadId, stream, withEvents }) {
+  const agent = await open({ threadId, baseUrl, storage, database, stream });
+  const s = { agent, i: 0, deltas: 0 };
+  s.opts = withEvents ? { onEvent: (e) => { if (e.type === 'text_delta') s.deltas++; } } : undefined;
+  sessions.set(key, s);
+  return { messageCount: agent.messageCount };
+}
+
+export async function turnsMore({ key, k }) {
+  const s = sessions.get(key);
+  const perTurn = new Array(k);
+  await settle();
+  for (let j = 0; j < k; j++) {
+    const t = now();
+    const st = await s.agent.chat(question(++s.i), s.opts);
+    perTurn[j] = now() - t;
+    if (st.status !== 'completed') throw new Error(`turn ${s.i}: ${st.status}`);
+  }
+  return { perTurn, messageCount: s.agent.messageCount, lastRequestChars: net.last?.bodyChars ?? null, deltas: s.deltas };
+}
+
+/** All turns in one go (the memory row). */
+export async function runTurns(args) {
+  await turnsStart({ key: 'run', ...args });
+  const t0 = now();
+  const r = await turnsMore({ key: 'run', k: args.n });
+  r.totalMs = now() - t0;
+  return r;
+}
+
+/**
+ * Approval round trips, in blocks: chat → awaiting_approval; then submitDecisions(approve) →
+ * the tool runs → the next model request is issued. Measures submitDecisions() → fetch()
+ * call (page clock) and submitDecisions() → resolved.
+ */
+export async function approvalsStart({ key, baseUrl, storage, database, threadId }) {
+  sessions.set(key, { agent: await open({ threadId, baseUrl, storage, database, stream: false }), i: 0 });
+}
+
+export async function approvalsMore({ key, k }) {
+  const s = sessions.get(key);
+  const out = [];
+  for (let j = 0; j < k; j++) {
+    const i = s.i++;
+    const st = await s.agent.chat(`Delete /tmp/file-${i}.log please`);
+    if (st.status !== 'awaiting_approval') throw new Error(`approval ${i}: ${st.status}`);
+    const decisions = Object.fromEntries(s.agent.pendingTools().map((p) => [p.callId, 'approve']));
+    await settle();
+    let issued = 0;
+    net.onIssue = (r) => { if (!issued) issued = r.issuedAt; };
+    const pageT0 = now();
+    const wallT0 = performance.timeOrigin + pageT0;
+    const done = await s.agent.submitDecisions(decisions);
+    const resolved = now();
+    net.onIssue = null;
+    if (done.status !== 'completed') throw new Error(`approval ${i} after decision: ${done.status}`);
+    out.push({ toIssueMs: issued - pageT0, toResolveMs: resolved - pageT0, wallT0, requestIndex: net.count });
+  }
+  return out;
+}
+
+/** One streamed answer; timestamps of the bytes (interceptor) and of the deltas delivered. */
+export async function streamOnce({ baseUrl, storage, database, threadId, track = true }) {
+  const agent = await open({ threadId, baseUrl, storage, database, stream: true });
+  let firstDeltaAt = 0, lastDeltaAt = 0, deltas = 0, chars = 0;
+  const onEvent = (e) => {
+    if (e.type !== 'text_delta') return;
+    const t = now();
+    if (!firstDeltaAt) firstDeltaAt = t;
+    lastDeltaAt = t;
+    deltas++;
+    chars += e.delta.length;
+  };
+  await settle();
+  net.trackBody = track;
+  const t0 = now();
+  const st = await agent.chat('Write a long essay.', { onEvent });
+  const resolvedAt = now();
+  net.trackBody = false;
+  const r = net.last;
+  agent.free?.();
+  return {
+    status: st.status, deltas, chars, bytes: r.bytes, chunks: r.chunks,
+    issuedMs: r.issuedAt - t0, headersMs: r.headersAt - t0, firstChunkMs: r.firstChunkAt - t0,
+    lastChunkMs: r.lastChunkAt - t0, firstDeltaMs: firstDeltaAt - t0, lastDeltaMs: lastDeltaAt - t0,
+    resolvedMs: resolvedAt - t0,
+  };
+}
+
+/** Approves the pending call of an open agent with a canned (offline) model answer. */
+export async function approveCanned(agent) {
+  const decisions = Object.fromEntries(agent.pendingTools().map((p) => [p.callId, 'approve']));
+  net.canned = cannedCompletion('Deleted.');
+  let issued = 0, chars = 0;
+  net.onIssue = (r) => { if (!issued) { issued = r.issuedAt; chars = r.bodyChars; } };
+  const t0 = now();
+  const st = await agent.submitDecisions(decisions);
+  const t1 = now();
+  net.canned = null;
+  net.onIssue = null;
+  return { status: st.status, toIssueMs: issued - t0, toResolveMs: t1 - t0, requestChars: chars };
+}
+
+export function memory() {
+  return { wasmBytes: wasmMemoryBytes(wasm), jsHeapBytes: performance.memory?.usedJSHeapSize ?? null };
+}
+
+export { net };

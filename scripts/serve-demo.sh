@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Serves the demo app and the widget page on 127.0.0.1 (default port 8080; PORT=... to change).
+# Needs only node: it runs tests/model-server/server.mjs with --static on the repository root,
+# so the demo (www/) imports the SDK from /pkg/ exactly as built by ./scripts/build-pkg.sh.
+# `make demo` runs ./scripts/build-pkg.sh && ./scripts/serve-demo.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PORT="${PORT:-8080}"
+if [[ ! -f pkg/gatehouse.js || ! -f pkg/gatehouse_bg.wasm ]]; then
+  echo "serve-demo: pkg/ is missing: build it first with ./scripts/build-pkg.sh" >&2
+  exit 1
+fi
+if ! command -v node >/dev/null; then
+  echo "serve-demo: node is required" >&2
+  exit 1
+fi
+
+port_file="$(mktemp -u "${TMPDIR:-/tmp}/gatehouse-demo-port.XXXXXX")"
+node tests/model-server/server.mjs --static . --port "$PORT" --port-file "$port_file" --ttl-seconds 0 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true; rm -f "$port_file"' EXIT INT TERM
+
+for _ in $(seq 1 100); do
+  [[ -s "$port_file" ]] && break
+  if ! kill -0 "$server" 2>/dev/null; then
+    echo "serve-demo: the server did not start (is port $PORT in use? try PORT=8081 $0)" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+port="$(cat "$port_file")"
+echo
+echo "  Gatehouse demo:   http://127.0.0.1:$port/www/"
+echo "  Widget demo:      http://127.0.0.1:$port/www/article.html"
+echo
+echo "  (Ctrl+C to stop)"
+wait "$server"

@@ -1,0 +1,201 @@
+// Shared helpers of the browser test files. Under run.mjs a test file attaches to the one
+// Chromium and the two model servers that run.mjs started (passed in GATEHOUSE_E2E_* env vars);
+// run on its own (`node --test tests/browser/x.test.mjs`) it starts its own, in process.
+
+import { chromium } from 'playwright-core';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer } from '../model-server/server.mjs';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const PAGE_PATH = '/tests/browser/page.html';
+
+/** Playwright creates a fresh temporary --user-data-dir itself (and refuses one in `args`). */
+export const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+export function launchOptions() {
+  return {
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    headless: true,
+    args: CHROMIUM_ARGS,
+    timeout: 30_000,
+  };
+}
+
+/** The byte-exact text the model gets for a rejected call (SPEC §3.4). */
+export const rejection = (reason = 'No specific instruction provided.') =>
+  `TOOL NOT EXECUTED. The user rejected this action. User instruction: ${reason}. ` +
+  'Do not attempt this tool again. Follow the user\'s instruction or reconsider your plan.';
+
+let counter = 0;
+/** A name unique to this process and run (scenario ids, databases, threads). */
+export const uid = (prefix) =>
+  `${prefix}-${process.pid}-${Date.now().toString(36)}-${(++counter).toString(36)}`;
+
+/** Rejects when `promise` has not settled within `ms`. */
+export function within(promise, ms, label) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${label}`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+async function http(method, url, body) {
+  const res = await within(fetch(url, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  }), 10_000, `${method} ${url}`);
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${url}: HTTP ${res.status}: ${text}`);
+  return JSON.parse(text);
+}
+
+class Scenario {
+  constructor(server, id) {
+    this.server = server;
+    this.id = id;
+  }
+
+  /** Replaces the turns (this also resets the turn counter and the recorded requests). */
+  async script(turns, repeat = false) {
+    await http('POST', `${this.server}/__scenarios`, { id: this.id, turns, repeat });
+    return this;
+  }
+
+  /** The recorded model requests: `[{ headers, body, outcome, turn, ... }]`. */
+  requests() {
+    return http('GET', `${this.server}/__scenarios/${this.id}/requests`);
+  }
+
+  /** Polls until `pred(requests)` holds (the server records outcomes asynchronously). */
+  async waitRequests(pred, ms = 5_000) {
+    const end = Date.now() + ms;
+    for (;;) {
+      const r = await this.requests();
+      if (pred(r)) return r;
+      if (Date.now() > end) throw new Error(`requests never matched; last: ${JSON.stringify(r.map((x) => x.outcome))}`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  }
+
+  openai(extra = {}) {
+    return { provider: 'openai', baseUrl: `${this.server}/s/${this.id}/v1`, model: 'gpt-test', ...extra };
+  }
+
+  anthropic(extra = {}) {
+    return { provider: 'anthropic', baseUrl: `${this.server}/s/${this.id}`, model: 'claude-test', ...extra };
+  }
+}
+
+export class Harness {
+  constructor({ browser, url, url2, cleanup, pkgDir }) {
+    this.browser = browser;
+    this.pkgDir = pkgDir; // GATEHOUSE_E2E_PKG: serve /pkg/* from this directory instead
+    this.url = url; // serves the page and the package, and answers model requests
+    this.url2 = url2; // a second origin: model requests only (CORS)
+    this.cleanup = cleanup;
+  }
+
+  /** A new scenario on server `server` (default: the page's own origin). */
+  async scenario(turns, { repeat = false, server = this.url } = {}) {
+    return new Scenario(server, uid('sc')).script(turns, repeat);
+  }
+
+  /**
+   * A fresh browser context (its own IndexedDB) with the test page loaded, closed after the
+   * test. `errors` collects uncaught page errors and console errors/warnings.
+   */
+  async open(t, { context } = {}) {
+    const ctx = context ?? await this.newContext();
+    if (!context) t.after(() => ctx.close().catch(() => {}));
+    const page = await ctx.newPage();
+    page.setDefaultTimeout(15_000);
+    const errors = [];
+    page.errors = errors;
+    page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') errors.push(`console.${m.type()}: ${m.text()}`);
+      if (process.env.GATEHOUSE_E2E_VERBOSE) console.log(`[page] ${m.text()}`);
+    });
+    await this.load(page);
+    return { page, context: ctx, errors };
+  }
+
+  /** A browser context (own storage); with GATEHOUSE_E2E_PKG its /pkg/* comes from that dir. */
+  async newContext() {
+    const ctx = await this.browser.newContext();
+    if (this.pkgDir) {
+      await ctx.route((u) => u.pathname.startsWith('/pkg/'), (route) => {
+        const file = path.join(this.pkgDir, path.basename(new URL(route.request().url()).pathname));
+        if (!existsSync(file)) return route.fulfill({ status: 404, body: 'not found' });
+        const type = file.endsWith('.wasm') ? 'application/wasm' : file.endsWith('.js') ? 'text/javascript' : 'text/plain';
+        return route.fulfill({ status: 200, body: readFileSync(file), contentType: type, headers: { 'cache-control': 'no-store' } });
+      });
+    }
+    return ctx;
+  }
+
+  /** (Re)loads the test page and waits until the package is initialised. */
+  async load(page, reload = false) {
+    if (reload) await page.reload({ timeout: 15_000 });
+    else await page.goto(this.url + PAGE_PATH, { timeout: 15_000 });
+    let failure;
+    try {
+      await page.waitForFunction(() => window.ghReady === true || window.ghInitError, null, { timeout: 15_000 });
+      failure = await page.evaluate(() => window.ghInitError);
+    } catch (e) {
+      failure = e.message;
+    }
+    if (failure) {
+      throw new Error(`the test page could not initialise the package: ${failure}; page errors: ${JSON.stringify(page.errors ?? [])}`);
+    }
+  }
+
+  async close() {
+    await this.cleanup();
+  }
+}
+
+/**
+ * Runs `fn(arg)` in the page, bounded by `ms`: page.evaluate itself has no timeout, so a hung
+ * SDK call would otherwise hang the test until the runner's own limit.
+ */
+export function run(page, fn, arg, ms = 20_000) {
+  return within(page.evaluate(fn, arg), ms, `page.evaluate(${fn.name || 'scenario'})`);
+}
+
+export async function setup() {
+  if (!existsSync(path.join(ROOT, 'pkg', 'gatehouse.js'))) {
+    throw new Error('pkg/gatehouse.js is missing: build it first with ./scripts/build-pkg.sh');
+  }
+  const env = process.env;
+  const owned = [];
+  let { GATEHOUSE_E2E_URL: url, GATEHOUSE_E2E_URL2: url2 } = env;
+  if (!url || !url2) {
+    const a = await startServer({ staticDir: ROOT, ttlSeconds: 600 });
+    const b = await startServer({ ttlSeconds: 600 });
+    owned.push(() => a.close(), () => b.close());
+    url = a.url;
+    url2 = b.url;
+  }
+  const browser = env.GATEHOUSE_E2E_WS
+    ? await chromium.connect(env.GATEHOUSE_E2E_WS, { timeout: 15_000 })
+    : await chromium.launch(launchOptions());
+  const cleanup = async () => {
+    await browser.close().catch(() => {});
+    for (const c of owned) await c();
+  };
+  const pkgDir = env.GATEHOUSE_E2E_PKG ? path.resolve(env.GATEHOUSE_E2E_PKG) : undefined;
+  return new Harness({ browser, url, url2, cleanup, pkgDir });
+}
+
+/** Text of a message's text blocks. */
+export const textOf = (m) => (m?.content ?? []).filter((b) => b.type === 'text').map((b) => b.content).join('');

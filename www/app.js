@@ -1,0 +1,423 @@
+// The Gatehouse demo app: thread list, chat view (chat-view.js), approval cards (cards.js),
+// per-thread tools panel, model settings, and the service worker for offline use.
+
+import init, { Agent } from '../pkg/gatehouse.js';
+import { ChatView } from './chat-view.js';
+import { h } from './cards.js';
+import { tools, suggestions } from './tools.js';
+import { loadSettings, saveSettings, modelOptions, modelLabel, PROVIDERS } from './settings.js';
+
+const DATABASE = 'gatehouse-demo';
+const STORAGE = { kind: 'indexeddb', database: DATABASE };
+const LAST_THREAD = 'gatehouse-demo.lastThread';
+const INSTRUCTIONS =
+  'You are the Gatehouse demo assistant. You can list, delete and email files with your tools. ' +
+  'Deleting and emailing wait for the user\'s approval; if the user rejects a call, follow their reason.';
+
+const $ = (id) => document.getElementById(id);
+const labels = Object.fromEntries(tools.map((t) => [t.name, t.label || t.name]));
+
+const state = {
+  settings: loadSettings(),
+  threadId: null,
+  agent: null,
+  threads: [],
+  busy: false,
+  opening: null,
+};
+
+const view = new ChatView({
+  root: $('chat'),
+  labels,
+  suggestions,
+  intro: 'The demo model runs in this page, offline. Mention a tool and it calls it: deleting and ' +
+    'emailing wait for your approval, and your decisions are saved in IndexedDB, so they survive reloads.',
+  onChange: () => refreshThreads(),
+  onBusy: (busy) => {
+    state.busy = busy;
+    $('settings-save').disabled = busy;
+    renderToolRows();
+  },
+});
+window.__gatehouseDemo = { view, state, Agent };
+
+// ---------------------------------------------------------------- threads
+
+function newThreadId() {
+  const rand = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
+  return `thread_${Date.now().toString(36)}${rand}`;
+}
+
+function threadFromHash() {
+  const m = /^#thread=([\w.-]{1,128})$/.exec(location.hash);
+  return m ? m[1] : null;
+}
+
+async function openThread(threadId, { replace = false } = {}) {
+  if (!threadId) return;
+  state.threadId = threadId;
+  localStorage.setItem(LAST_THREAD, threadId);
+  const hash = `#thread=${threadId}`;
+  if (location.hash !== hash) history[replace ? 'replaceState' : 'pushState'](null, '', hash);
+  view.beginLoading();
+  const opening = (async () => {
+    const agent = await Agent.open({
+      threadId,
+      model: modelOptions(state.settings),
+      instructions: INSTRUCTIONS,
+      tools,
+      storage: STORAGE,
+    });
+    if (state.threadId !== threadId) return; // switched again meanwhile
+    state.agent = agent;
+    await view.setAgent(agent);
+  })();
+  state.opening = opening;
+  try {
+    await opening;
+  } catch (e) {
+    view.setError(`Could not open the thread: ${e?.message ?? e}`);
+  }
+  renderThreads();
+  renderTitle();
+  closeMenu();
+}
+
+async function refreshThreads() {
+  try {
+    state.threads = await Agent.listThreads(STORAGE);
+  } catch (e) {
+    console.warn('listThreads failed', e);
+  }
+  renderThreads();
+  renderTitle();
+}
+
+function relTime(ms) {
+  const s = Math.round((Date.now() - ms) / 1000);
+  if (s < 45) return 'just now';
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  return new Date(ms).toLocaleDateString();
+}
+
+function renderTitle() {
+  const t = state.threads.find((x) => x.threadId === state.threadId);
+  const title = t?.title || 'New thread';
+  $('thread-title').textContent = title;
+  document.title = `${title} · Gatehouse demo`;
+}
+
+function renderThreads() {
+  const list = $('thread-list');
+  const items = [...state.threads];
+  if (state.threadId && !items.some((t) => t.threadId === state.threadId)) {
+    items.unshift({ threadId: state.threadId, title: null, messageCount: 0, updatedAt: Date.now(), status: 'idle', draft: true });
+  }
+  if (!items.length) {
+    list.replaceChildren(h('li', { class: 'threads-empty' }, 'No threads yet.'));
+    return;
+  }
+  list.replaceChildren(...items.map((t) => {
+    const current = t.threadId === state.threadId;
+    const meta = h('span', { class: 'thread-meta' },
+      t.draft ? 'not started' : relTime(t.updatedAt),
+      t.status === 'awaiting_approval' ? h('span', { class: 'thread-waiting' }, 'needs approval')
+        : t.status === 'waiting' ? h('span', { class: 'thread-waiting' }, 'unfinished') : null);
+    const open = h('button', {
+      type: 'button', class: 'thread-open', title: t.title || 'New thread',
+      onclick: () => { if (!current) openThread(t.threadId); else closeMenu(); },
+    }, h('span', { class: 'thread-name' }, t.title || 'New thread'), meta);
+    const del = h('button', {
+      type: 'button', class: 'thread-delete', title: 'Delete thread',
+      'aria-label': `Delete thread: ${t.title || 'New thread'}`,
+    }, trashIcon());
+    del.addEventListener('click', () => deleteThread(t, del));
+    del.addEventListener('blur', () => disarm(del));
+    return h('li', { class: 'thread', 'aria-current': current ? 'true' : 'false', dataset: { threadId: t.threadId } }, open, del);
+  }));
+}
+
+function trashIcon() {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('aria-hidden', 'true');
+  const path = document.createElementNS(ns, 'path');
+  path.setAttribute('d', 'M4 7h16M10 11v6M14 11v6M6 7l1 12a2 2 0 0 0 2 2h6a2 2 0 0 0 2-2l1-12M9 7V4h6v3');
+  path.setAttribute('fill', 'none');
+  path.setAttribute('stroke', 'currentColor');
+  path.setAttribute('stroke-width', '2');
+  path.setAttribute('stroke-linecap', 'round');
+  path.setAttribute('stroke-linejoin', 'round');
+  svg.append(path);
+  return svg;
+}
+
+function disarm(btn) {
+  btn.dataset.armed = 'false';
+  btn.replaceChildren(trashIcon());
+}
+
+async function deleteThread(t, btn) {
+  if (btn.dataset.armed !== 'true') {
+    btn.dataset.armed = 'true';
+    btn.replaceChildren(trashIcon(), 'Delete?');
+    setTimeout(() => btn.isConnected && disarm(btn), 4000);
+    return;
+  }
+  if (t.threadId === state.threadId && state.busy) {
+    toast('Wait for the current answer before deleting this thread.');
+    return;
+  }
+  try {
+    if (!t.draft) await Agent.deleteThread(t.threadId, STORAGE);
+  } catch (e) {
+    toast(`Could not delete: ${e?.message ?? e}`);
+    return;
+  }
+  state.threads = state.threads.filter((x) => x.threadId !== t.threadId);
+  if (t.threadId === state.threadId) {
+    const next = state.threads[0]?.threadId ?? newThreadId();
+    await openThread(next, { replace: true });
+  }
+  await refreshThreads();
+}
+
+$('new-thread').addEventListener('click', () => {
+  const current = state.threads.find((t) => t.threadId === state.threadId);
+  if (!current && view.messages.length === 0) { // already on an empty thread
+    closeMenu();
+    view.input.focus();
+    return;
+  }
+  openThread(newThreadId()).then(() => view.input.focus());
+});
+
+window.addEventListener('hashchange', () => {
+  const id = threadFromHash();
+  if (id && id !== state.threadId) openThread(id, { replace: true });
+});
+
+// ---------------------------------------------------------------- narrow screens
+
+function closeMenu() {
+  $('app').dataset.menu = 'closed';
+  $('scrim').hidden = true;
+  $('menu-btn').setAttribute('aria-expanded', 'false');
+}
+$('menu-btn').addEventListener('click', () => {
+  const open = $('app').dataset.menu !== 'open';
+  $('app').dataset.menu = open ? 'open' : 'closed';
+  $('scrim').hidden = !open;
+  $('menu-btn').setAttribute('aria-expanded', String(open));
+});
+$('scrim').addEventListener('click', closeMenu);
+
+// ---------------------------------------------------------------- tools panel
+
+const toolsDialog = $('tools-dialog');
+
+function approvalText(t) {
+  if (t.requireApproval === true) return 'Always asks for approval';
+  if (t.requireApproval === false) return 'Never asks';
+  if (t.approvalPolicy) return 'Asks for approval, and says why';
+  return 'Runs without asking';
+}
+
+function renderToolRows() {
+  if (!toolsDialog.open) return;
+  const policies = state.agent ? state.agent.toolPolicies() : {};
+  const rows = tools.map((t) => {
+    const p = policies[t.name] ?? { enabled: t.enabled !== false, autoApprove: !!t.autoApprove };
+    const gated = t.requireApproval === true || (t.requireApproval !== false && !!t.approvalPolicy);
+    const enabled = h('input', { type: 'checkbox', name: 'enabled', checked: p.enabled, disabled: state.busy || !state.agent });
+    const auto = h('input', {
+      type: 'checkbox', name: 'autoApprove', checked: p.autoApprove,
+      disabled: state.busy || !state.agent || !p.enabled || !gated,
+    });
+    enabled.addEventListener('change', () => setPolicy(t.name, { enabled: enabled.checked }));
+    auto.addEventListener('change', () => setPolicy(t.name, { autoApprove: auto.checked }));
+    return h('div', { class: 'tool-row', dataset: { tool: t.name, enabled: String(p.enabled) } },
+      h('div', { class: 'tool-info' },
+        h('strong', {}, t.label || t.name), h('code', {}, t.name),
+        h('p', {}, t.description || ''),
+        h('p', {}, p.enabled ? (p.autoApprove && gated ? 'Always allowed in this thread' : approvalText(t)) : 'Disabled: not offered to the model')),
+      h('label', { class: 'switch' }, enabled, 'Enabled'),
+      h('label', { class: 'switch', title: gated ? '' : 'This tool never asks' }, auto, 'Always allow'));
+  });
+  $('tool-rows').replaceChildren(...rows);
+}
+
+async function setPolicy(name, policy) {
+  $('tools-error').hidden = true;
+  try {
+    await state.agent.setToolPolicy(name, policy);
+  } catch (e) {
+    $('tools-error').textContent = `Could not save: ${e?.message ?? e}`;
+    $('tools-error').hidden = false;
+  }
+  renderToolRows();
+}
+
+$('open-tools').addEventListener('click', () => {
+  toolsDialog.showModal();
+  renderToolRows();
+});
+
+// ---------------------------------------------------------------- settings
+
+const settingsDialog = $('settings-dialog');
+const form = $('settings-form');
+let draft = null; // settings being edited
+
+function fillRemote() {
+  const p = draft.provider;
+  $('remote-fields').hidden = p === 'demo';
+  if (p === 'demo') return;
+  form.baseUrl.value = draft[p].baseUrl;
+  form.model.value = draft[p].model;
+  form.apiKey.value = draft[p].apiKey;
+  form.apiKey.placeholder = p === 'anthropic' ? 'sk-ant-…' : 'Not needed for most local servers';
+}
+
+function readRemote() {
+  const p = draft.provider;
+  if (p === 'demo') return;
+  draft[p] = { baseUrl: form.baseUrl.value.trim(), model: form.model.value.trim(), apiKey: form.apiKey.value.trim() };
+}
+
+function openSettings() {
+  draft = structuredClone(state.settings);
+  form.provider.value = draft.provider;
+  form.rememberKey.checked = draft.rememberKey;
+  $('remember-warning').hidden = !draft.rememberKey;
+  $('settings-error').hidden = true;
+  $('settings-save').disabled = state.busy;
+  fillRemote();
+  settingsDialog.showModal();
+}
+
+form.addEventListener('change', (e) => {
+  if (e.target.name === 'provider') {
+    readRemote();
+    draft.provider = form.provider.value;
+    fillRemote();
+  }
+  if (e.target.name === 'rememberKey') $('remember-warning').hidden = !form.rememberKey.checked;
+});
+
+form.addEventListener('submit', async (e) => {
+  e.preventDefault();
+  readRemote();
+  draft.rememberKey = form.rememberKey.checked;
+  if (draft.provider !== 'demo') {
+    const p = draft[draft.provider];
+    try {
+      const u = new URL(p.baseUrl);
+      if (!/^https?:$/.test(u.protocol)) throw new Error();
+    } catch {
+      $('settings-error').textContent = 'The base URL must be an http(s) URL.';
+      $('settings-error').hidden = false;
+      return;
+    }
+    if (!p.model) {
+      $('settings-error').textContent = 'Enter a model name.';
+      $('settings-error').hidden = false;
+      return;
+    }
+  }
+  if (state.busy) return;
+  saveSettings(draft);
+  state.settings = loadSettings();
+  settingsDialog.close();
+  renderModel();
+  await openThread(state.threadId, { replace: true }); // reopen with the new model
+});
+
+for (const dlg of [settingsDialog, toolsDialog]) {
+  dlg.addEventListener('click', (e) => {
+    if (e.target.closest('[data-close]') || e.target === dlg) dlg.close();
+  });
+}
+$('open-settings').addEventListener('click', openSettings);
+$('model-pill').addEventListener('click', openSettings);
+
+function renderModel() {
+  $('model-label').textContent = modelLabel(state.settings);
+  $('model-pill').dataset.provider = state.settings.provider;
+  $('model-pill').title = state.settings.provider === 'demo'
+    ? 'The built-in demo model: runs offline in this page. Click to change.'
+    : `${PROVIDERS[state.settings.provider].title} at ${state.settings[state.settings.provider].baseUrl}. Click to change.`;
+}
+
+// ---------------------------------------------------------------- network status, toast
+
+function renderNet() {
+  $('net-pill').hidden = navigator.onLine !== false;
+}
+window.addEventListener('online', renderNet);
+window.addEventListener('offline', renderNet);
+
+let toastTimer = 0;
+function toast(text, action) {
+  const el = $('toast');
+  el.replaceChildren(h('span', {}, text), action ? h('button', { type: 'button', onclick: action.run }, action.label) : null);
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  if (!action) toastTimer = setTimeout(() => { el.hidden = true; }, 4000);
+}
+
+// ---------------------------------------------------------------- service worker (offline)
+
+function setOfflineStatus(ready, text) {
+  const el = $('offline-status');
+  el.textContent = text;
+  el.dataset.ready = String(ready);
+  document.documentElement.dataset.offline = ready ? 'ready' : 'no';
+}
+
+async function setupServiceWorker() {
+  if (!('serviceWorker' in navigator)) {
+    setOfflineStatus(false, 'Offline mode is not available in this browser.');
+    return;
+  }
+  navigator.serviceWorker.addEventListener('message', (e) => {
+    const msg = e.data || {};
+    if (msg.type === 'status') {
+      setOfflineStatus(!!msg.ready, msg.ready ? 'Works offline' : 'Preparing offline mode…');
+    } else if (msg.type === 'updated') {
+      toast('A new version of the demo is ready.', { label: 'Reload', run: () => location.reload() });
+    }
+  });
+  const ask = () => navigator.serviceWorker.controller?.postMessage({ type: 'status' });
+  navigator.serviceWorker.addEventListener('controllerchange', ask);
+  try {
+    await navigator.serviceWorker.register('./sw.js');
+    if (navigator.serviceWorker.controller) ask();
+  } catch (e) {
+    setOfflineStatus(false, 'Offline mode is unavailable.');
+    console.warn('service worker registration failed', e);
+  }
+}
+
+// ---------------------------------------------------------------- start
+
+async function main() {
+  renderModel();
+  renderNet();
+  setupServiceWorker();
+  await init();
+  await refreshThreads();
+  const id = threadFromHash() ?? localStorage.getItem(LAST_THREAD) ?? state.threads[0]?.threadId ?? newThreadId();
+  await openThread(id, { replace: true });
+  document.documentElement.dataset.ready = 'true';
+  // Everything is loaded: now the worker may look for a newer shell (never mid-load).
+  if (navigator.onLine) navigator.serviceWorker?.controller?.postMessage({ type: 'status', checkUpdate: true });
+}
+
+main().catch((e) => {
+  console.error(e);
+  view.setError(`The demo could not start: ${e?.message ?? e}`);
+  document.documentElement.dataset.failed = String(e?.message ?? e);
+});

@@ -1,0 +1,522 @@
+// The chat view shared by the demo app and the <gatehouse-chat> widget: the message log
+// (streamed answers), the approval cards, the error banner with Retry, and the composer.
+// It talks to one Gatehouse `Agent` at a time (`setAgent`). Every string from the model, a
+// tool or the user is rendered as text (textContent), never as HTML.
+
+import { ApprovalCards, h, isSuspended, prettyInputs } from './cards.js';
+
+const PAGE = 200; // messages shown; older ones stay in IndexedDB
+
+/** The text of a message's content blocks. */
+export function messageText(message) {
+  const blocks = Array.isArray(message?.content) ? message.content : [];
+  return blocks
+    .map((b) => (b && b.type === 'text' ? String(b.content ?? '') : `[${b?.type ?? 'block'}]`))
+    .filter((s) => s.length > 0)
+    .join('\n\n');
+}
+
+/** A result string, pretty-printed when it is JSON. */
+function prettyResult(result) {
+  if (typeof result !== 'string') return prettyInputs(result);
+  try {
+    const v = JSON.parse(result);
+    return typeof v === 'string' ? v : JSON.stringify(v, null, 2);
+  } catch {
+    return result;
+  }
+}
+
+function oneLine(inputs) {
+  let s;
+  try {
+    s = JSON.stringify(inputs ?? {});
+  } catch {
+    s = String(inputs);
+  }
+  return s.length > 120 ? `${s.slice(0, 117)}…` : s;
+}
+
+function isGatehouseError(e) {
+  return e && e.name === 'GatehouseError';
+}
+
+export class ChatView {
+  /**
+   * @param {{ root: HTMLElement, labels?: Record<string,string>, suggestions?: string[],
+   *   intro?: string, onChange?: () => void, onBusy?: (busy: boolean) => void }} o
+   */
+  constructor({ root, labels = {}, suggestions = [], intro = '', onChange, onBusy }) {
+    this.root = root;
+    root.classList.add('gh-chat');
+    this.labels = labels;
+    this.suggestions = suggestions;
+    this.intro = intro;
+    this.onChange = onChange ?? (() => {});
+    this.onBusy = onBusy ?? (() => {});
+    this.agent = null;
+    this.loading = false;
+    this.generation = 0; // bumps on setAgent: events of an older agent are ignored
+    this.messages = [];
+    this.hiddenCount = 0;
+    this.busy = false;
+    this.abort = null;
+    this.error = null; // { text, retry: bool }
+    this.stream = null; // the streaming bubble's parts
+
+    this.cards = new ApprovalCards({ labels, onDecide: (id, d) => this.decide(id, d) });
+    this.list = h('div', { class: 'gh-messages' });
+    this.streamSlot = h('div', { class: 'gh-stream-slot' });
+    this.bannerText = h('p', { class: 'gh-banner-text' });
+    this.retryBtn = h('button', { type: 'button', class: 'gh-btn gh-retry', onclick: () => this.retry() }, 'Retry');
+    this.banner = h('div', { class: 'gh-banner', role: 'alert', hidden: true },
+      h('span', { class: 'gh-banner-icon', 'aria-hidden': 'true' }, '!'), this.bannerText, this.retryBtn);
+    this.scroller = h('div', { class: 'gh-log', role: 'log', 'aria-live': 'polite', 'aria-label': 'Conversation' },
+      this.list, this.streamSlot, this.cards.el, this.banner);
+
+    this.input = h('textarea', {
+      class: 'gh-input', rows: '1', placeholder: 'Message the agent…', 'aria-label': 'Message',
+      maxlength: '20000',
+    });
+    this.sendBtn = h('button', { type: 'submit', class: 'gh-btn gh-primary gh-send' }, 'Send');
+    this.stopBtn = h('button', { type: 'button', class: 'gh-btn gh-stop', hidden: true, onclick: () => this.abort?.abort() }, 'Stop');
+    this.hint = h('p', { class: 'gh-hint', 'aria-live': 'polite' });
+    this.form = h('form', { class: 'gh-composer' },
+      h('div', { class: 'gh-composer-row' }, this.input, this.stopBtn, this.sendBtn), this.hint);
+    this.form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      this.send();
+    });
+    this.input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+        e.preventDefault(); // Enter sends only when sending is allowed; it never approves
+        if (this.canSend()) this.send();
+      }
+    });
+    this.input.addEventListener('input', () => {
+      this.#autosize();
+      this.updateControls();
+    });
+    root.append(this.scroller, this.form);
+    this.stick = true; // follow new content unless the reader scrolled up
+    this.scroller.addEventListener('scroll', () => {
+      const el = this.scroller;
+      this.stick = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+    });
+
+    this.onOnline = () => {
+      if (this.error?.retry && !this.busy && this.agent?.status() === 'interrupted') this.retry();
+      else this.updateControls();
+    };
+    this.onOffline = () => this.updateControls();
+    this.onVisible = () => {
+      if (document.visibilityState === 'visible') this.refresh();
+    };
+    this.listening = false;
+    this.listen();
+    this.updateControls();
+  }
+
+  /** Starts following the network and page visibility (done by the constructor). */
+  listen() {
+    if (this.listening) return;
+    this.listening = true;
+    window.addEventListener('online', this.onOnline);
+    window.addEventListener('offline', this.onOffline);
+    document.addEventListener('visibilitychange', this.onVisible);
+  }
+
+  /** Stops listening (e.g. the widget left the page); `listen()` resumes. */
+  destroy() {
+    this.listening = false;
+    window.removeEventListener('online', this.onOnline);
+    window.removeEventListener('offline', this.onOffline);
+    document.removeEventListener('visibilitychange', this.onVisible);
+  }
+
+  /** Another thread is being opened: nothing can be sent until `setAgent`. */
+  beginLoading() {
+    this.generation++;
+    this.loading = true;
+    this.updateControls();
+  }
+
+  /** Shows another thread (an opened Agent). */
+  async setAgent(agent) {
+    const gen = ++this.generation;
+    this.loading = true;
+    this.agent = agent;
+    this.abort = null;
+    if (this.busy) {
+      this.busy = false; // a run of the previous thread goes on in the background
+      this.onBusy(false);
+    }
+    this.#endStream();
+    this.setError(null);
+    await this.sync();
+    if (gen !== this.generation) return;
+    this.loading = false;
+    if (agent && agent.status() === 'interrupted') {
+      this.setError(this.#interruptedText(), true, 'notice');
+    }
+    this.updateControls();
+    this.#scrollToBottom(true);
+  }
+
+  get tail() {
+    return this.messages.at(-1) ?? null;
+  }
+
+  canSend() {
+    return !!this.agent && !this.busy && !this.loading && !isSuspended(this.tail) &&
+      !this.#interrupted() && this.input.value.trim().length > 0;
+  }
+
+  #interrupted() {
+    const s = this.agent?.status();
+    return s === 'interrupted' || s === 'awaiting_tool_results';
+  }
+
+  /** Reads the thread from the agent (its last PAGE messages) and renders it. */
+  async sync() {
+    const gen = this.generation;
+    const agent = this.agent;
+    if (!agent) {
+      this.messages = [];
+      this.render();
+      return;
+    }
+    const msgs = await agent.messages({ limit: PAGE });
+    if (gen !== this.generation) return;
+    this.messages = msgs;
+    this.hiddenCount = Math.max(0, (agent.messageCount ?? msgs.length) - msgs.length);
+    this.render();
+  }
+
+  /** Picks up changes made in another tab (when nothing runs here). */
+  async refresh() {
+    if (!this.agent || this.busy || this.loading) return;
+    try {
+      await this.agent.refresh();
+      await this.sync();
+    } catch {
+      /* busy or storage: keep what is shown */
+    }
+  }
+
+  // ---------------------------------------------------------------- actions
+
+  async send(text = this.input.value) {
+    text = text.trim();
+    if (!text || !this.agent || this.busy || this.loading) return;
+    if (isSuspended(this.tail) || this.#interrupted()) return; // locked: nothing is sent
+    this.input.value = '';
+    this.#autosize();
+    const res = await this.#run((opts) => this.agent.chat(text, opts), { scroll: true });
+    if (!res.ok) {
+      // Restore the text unless the SDK stored it (then it is in the thread, waiting for Retry).
+      const tail = this.tail;
+      const stored = tail && tail.role === 'user' && !tail.type && messageText(tail) === text;
+      if (!stored && !this.input.value) {
+        this.input.value = text;
+        this.#autosize();
+        this.updateControls();
+      }
+    }
+    return res;
+  }
+
+  async retry() {
+    if (!this.agent || this.busy || this.loading) return;
+    return this.#run((opts) => this.agent.retry(opts), { scroll: true });
+  }
+
+  /** One decision from a card, submitted at once (partial submissions; last write wins). */
+  async decide(callId, decision) {
+    if (!this.agent || this.loading) throw new Error('the thread is still loading');
+    const res = await this.#run((opts) => this.agent.submitDecisions({ [callId]: decision }, opts), { quiet: true });
+    if (!res.ok && isSuspended(this.tail)) {
+      this.setError(null);
+      throw res.error;
+    }
+    if (!res.ok) this.#showError(res.error);
+  }
+
+  /** Runs one SDK call with streaming events; never throws. */
+  async #run(call, { scroll = false, quiet = false } = {}) {
+    const gen = this.generation;
+    const agent = this.agent;
+    this.busy = true;
+    this.onBusy(true);
+    this.setError(null);
+    const ac = new AbortController();
+    this.abort = ac;
+    this.updateControls();
+    if (scroll) this.#scrollToBottom(true);
+    const onEvent = (ev) => {
+      if (gen === this.generation) this.#onEvent(ev);
+    };
+    let res;
+    try {
+      const state = await call({ signal: ac.signal, onEvent });
+      res = { ok: true, state };
+    } catch (error) {
+      res = { ok: false, error };
+    }
+    if (gen !== this.generation) return res; // the view moved on to another thread
+    this.busy = false;
+    this.abort = null;
+    this.#endStream();
+    if (!res.ok && isGatehouseError(res.error) && res.error.code === 'conflict') {
+      // Another tab changed the thread: take the stored state.
+      try { await agent.refresh(); } catch { /* ignore */ }
+    }
+    try {
+      await this.sync();
+    } catch { /* keep the view */ }
+    if (!res.ok && !quiet) this.#showError(res.error);
+    this.onBusy(false);
+    this.updateControls();
+    this.onChange();
+    if (isSuspended(this.tail)) {
+      // Focus goes to the approvals heading, never to an Approve button.
+      const active = this.root.getRootNode().activeElement;
+      if (!active || active === this.input || active === document.body || !this.root.contains(active)) this.cards.focus();
+    } else if (res.ok && !this.input.disabled) {
+      this.input.focus({ preventScroll: true });
+    }
+    this.#scrollToBottom(false);
+    return res;
+  }
+
+  #interruptedText() {
+    const tail = this.tail;
+    const offline = typeof navigator !== 'undefined' && navigator.onLine === false;
+    if (tail && tail.role === 'user' && !tail.type) {
+      return offline
+        ? 'You are offline. Your message is saved and will be sent when the connection is back.'
+        : 'Your last message has not been answered yet.';
+    }
+    return 'The last run stopped before it finished.';
+  }
+
+  #showError(e) {
+    if (!e) return;
+    const code = isGatehouseError(e) ? e.code : 'error';
+    const canRetry = this.agent?.status() === 'interrupted';
+    let text;
+    switch (code) {
+      case 'network':
+        text = navigator.onLine === false
+          ? 'You are offline. Your message is saved and will be sent when the connection is back.'
+          : `Could not reach the model server. ${canRetry ? 'Your message is saved: retry when it is reachable.' : ''}`;
+        break;
+      case 'provider':
+        text = `The model server could not answer: ${e.message}`;
+        break;
+      case 'aborted':
+        text = 'Stopped. Your message is kept: Retry asks the model again.';
+        break;
+      case 'conflict':
+        text = 'This thread changed in another tab; showing its latest state.';
+        break;
+      default:
+        text = `${code === 'error' ? 'Error' : code}: ${e?.message ?? e}`;
+    }
+    this.setError(text.trim(), canRetry, code === 'network' || code === 'aborted' ? 'notice' : 'error');
+  }
+
+  /** Shows (or, with null, hides) the banner; `kind` is "error" (red) or "notice" (amber). */
+  setError(text, retry = false, kind = 'error') {
+    this.error = text ? { text, retry } : null;
+    this.banner.dataset.kind = kind;
+    this.banner.hidden = !text;
+    this.bannerText.textContent = text || '';
+    this.retryBtn.hidden = !retry;
+    this.banner.dataset.retry = String(!!retry);
+  }
+
+  // ---------------------------------------------------------------- streaming events
+
+  #onEvent(ev) {
+    switch (ev.type) {
+      case 'text_delta':
+        this.#streamBubble().text.textContent += ev.delta;
+        break;
+      case 'tool_call_started': {
+        const s = this.#streamBubble();
+        const args = h('code', { class: 'gh-call-args' });
+        const li = h('li', { class: 'gh-call', dataset: { state: 'preparing' } },
+          h('div', { class: 'gh-call-head' },
+            h('span', { class: 'gh-call-name' }, this.labels[ev.name] || ev.name),
+            args,
+            h('span', { class: 'gh-badge', dataset: { state: 'saving' } }, 'Preparing…')));
+        s.calls.append(li);
+        s.args[ev.index] = args;
+        break;
+      }
+      case 'tool_call_delta': {
+        const el = this.stream?.args[ev.index];
+        if (el) el.textContent += ev.delta;
+        break;
+      }
+      case 'retry': {
+        const s = this.#streamBubble();
+        s.note.textContent = `Connection problem (${ev.error?.code ?? 'error'}); trying again in ` +
+          `${Math.max(1, Math.round((ev.delayMs ?? 0) / 1000))} s (attempt ${ev.attempt + 1})…`;
+        s.note.hidden = false;
+        break;
+      }
+      case 'message':
+        this.#endStream();
+        this.messages.push(ev.message);
+        this.render();
+        break;
+      case 'message_updated': {
+        const i = this.messages.findIndex((m) => m.__id === ev.message.__id);
+        if (i >= 0) this.messages[i] = ev.message;
+        else this.messages.push(ev.message);
+        this.render();
+        break;
+      }
+      case 'tool_result': {
+        const s = this.#streamBubble();
+        s.note.textContent = `${this.labels[ev.name] || ev.name} ${ev.ok ? 'finished' : 'failed'}; waiting for the model…`;
+        s.note.hidden = false;
+        break;
+      }
+      default:
+        break;
+    }
+    this.#scrollToBottom(false);
+  }
+
+  #streamBubble() {
+    if (this.stream) return this.stream;
+    const text = h('div', { class: 'gh-bubble-text' });
+    const calls = h('ul', { class: 'gh-calls' });
+    const note = h('p', { class: 'gh-stream-note', hidden: true });
+    const el = h('div', { class: 'gh-turn gh-assistant gh-streaming', 'aria-busy': 'true' },
+      h('div', { class: 'gh-bubble' }, text, h('span', { class: 'gh-caret', 'aria-hidden': 'true' })), calls, note);
+    this.streamSlot.replaceChildren(el);
+    this.stream = { el, text, calls, note, args: [] };
+    return this.stream;
+  }
+
+  #endStream() {
+    this.stream = null;
+    this.streamSlot.replaceChildren();
+  }
+
+  // ---------------------------------------------------------------- rendering
+
+  render() {
+    const results = new Map();
+    for (const m of this.messages) {
+      if (m.type === 'tool_call_result') for (const t of m.tools ?? []) results.set(t.callId, t.result);
+    }
+    const tail = this.tail;
+    const nodes = [];
+    if (this.hiddenCount > 0) {
+      nodes.push(h('p', { class: 'gh-older' }, `${this.hiddenCount} earlier message(s) are not shown.`));
+    }
+    for (const m of this.messages) {
+      const el = this.#renderMessage(m, results, m === tail);
+      if (el) nodes.push(el);
+    }
+    if (nodes.length === 0 && !this.busy) nodes.push(this.#emptyState());
+    this.list.replaceChildren(...nodes);
+    this.cards.update(tail, { busy: this.busy || this.loading });
+    this.updateControls();
+  }
+
+  #emptyState() {
+    const chips = this.suggestions.map((s) =>
+      h('button', { type: 'button', class: 'gh-chip', onclick: () => this.send(s) }, s));
+    return h('div', { class: 'gh-empty' },
+      h('p', { class: 'gh-empty-title' }, 'Start a conversation'),
+      this.intro ? h('p', { class: 'gh-empty-text' }, this.intro) : null,
+      chips.length ? h('div', { class: 'gh-chips' }, chips) : null);
+  }
+
+  #renderMessage(m, results, isTail) {
+    if (m.type === 'tool_call_result') return null; // shown with their calls
+    const text = messageText(m);
+    if (m.role === 'user') {
+      return h('div', { class: 'gh-turn gh-user', dataset: { id: m.__id } }, h('div', { class: 'gh-bubble' }, text));
+    }
+    const turn = h('div', { class: 'gh-turn gh-assistant', dataset: { id: m.__id } });
+    if (text) turn.append(h('div', { class: 'gh-bubble' }, text));
+    if (m.type === 'tool_call') {
+      const suspended = isTail && isSuspended(m);
+      // In a suspended tail, the gated entries are the approval cards below.
+      const entries = (m.tools ?? []).filter((t) => !(suspended && typeof t.approval === 'string'));
+      if (entries.length) {
+        turn.append(h('ul', { class: 'gh-calls' }, entries.map((t) => this.#renderCall(t, results, suspended))));
+      }
+    }
+    if (!turn.childElementCount) return null;
+    return turn;
+  }
+
+  #renderCall(t, results, waiting) {
+    const result = results.has(t.callId) ? results.get(t.callId) : t.result;
+    let state;
+    let badge;
+    if (t.approval === 'approved') [state, badge] = ['approved', 'Approved'];
+    else if (t.approval === 'rejected') [state, badge] = ['rejected', 'Denied'];
+    else if (t.approval === 'pending') [state, badge] = ['pending', 'Waiting for you'];
+    else if (waiting) [state, badge] = ['pending', 'Runs after your decision'];
+    else [state, badge] = ['auto', 'Ran automatically'];
+    if (t.approval !== 'rejected' && state !== 'pending' && (result === null || result === undefined)) {
+      badge = this.busy ? 'Running…' : 'Not run yet';
+    }
+    const li = h('li', { class: 'gh-call', dataset: { state, callId: t.callId } },
+      h('div', { class: 'gh-call-head' },
+        h('span', { class: 'gh-call-name' }, this.labels[t.name] || t.name),
+        h('code', { class: 'gh-call-args', title: prettyInputs(t.inputs) }, oneLine(t.inputs)),
+        h('span', { class: 'gh-badge', dataset: { state } }, badge)));
+    if (t.approval === 'rejected') {
+      li.append(h('p', { class: 'gh-call-reject' }, t.rejectReason ? `Your reason: ${t.rejectReason}` : 'No reason given.'));
+    } else if (result !== null && result !== undefined) {
+      li.append(h('details', { class: 'gh-call-result' },
+        h('summary', {}, 'Result'), h('pre', {}, prettyResult(result))));
+    }
+    return li;
+  }
+
+  updateControls() {
+    const pending = isSuspended(this.tail);
+    const interrupted = !!this.agent && this.#interrupted();
+    this.input.disabled = !this.agent || pending;
+    this.sendBtn.disabled = !this.canSend();
+    this.sendBtn.hidden = this.busy;
+    this.stopBtn.hidden = !this.busy;
+    this.form.dataset.locked = String(pending);
+    this.form.dataset.loading = String(!this.agent || this.loading);
+    this.form.dataset.busy = String(this.busy);
+    let hint;
+    if (!this.agent || this.loading) hint = 'Loading…';
+    else if (pending) hint = 'Approve or deny every action above to unlock the message box.';
+    else if (this.busy) hint = 'The agent is answering…';
+    else if (interrupted) hint = 'Your last message has not been answered yet: use Retry above.';
+    else hint = 'Enter to send, Shift+Enter for a new line.';
+    this.hint.textContent = hint;
+    this.input.placeholder = pending ? 'Waiting for your decision…' : 'Message the agent…';
+    this.cards.update(this.tail, { busy: this.busy || this.loading });
+  }
+
+  #autosize() {
+    this.input.style.height = 'auto';
+    this.input.style.height = `${Math.min(this.input.scrollHeight, 200)}px`;
+  }
+
+  #scrollToBottom(force) {
+    if (force) this.stick = true;
+    if (this.stick) {
+      const el = this.scroller;
+      el.scrollTop = el.scrollHeight;
+      requestAnimationFrame(() => { el.scrollTop = el.scrollHeight; });
+    }
+  }
+}

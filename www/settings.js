@@ -1,0 +1,76 @@
+// Model settings of the demo app. The provider, base URL and model are kept in localStorage.
+// API keys stay in memory (lost on reload) unless the user ticks "remember", which stores
+// them in localStorage (in plain text: the settings panel says so). Keys never go to
+// IndexedDB: the SDK does not store them either.
+
+const STORE = 'gatehouse-demo.settings';
+const KEYS = 'gatehouse-demo.apiKeys';
+
+export const PROVIDERS = {
+  demo: { title: 'Demo model', detail: 'built in, offline, no key' },
+  openai: {
+    title: 'OpenAI-compatible', detail: 'OpenAI, Ollama, vLLM, LM Studio…',
+    baseUrl: 'https://api.openai.com/v1', model: 'gpt-4o-mini',
+  },
+  anthropic: {
+    title: 'Anthropic', detail: 'Messages API',
+    baseUrl: 'https://api.anthropic.com', model: 'claude-sonnet-4-5',
+  },
+};
+
+const memoryKeys = { openai: '', anthropic: '' };
+
+function read(key) {
+  try {
+    return JSON.parse(localStorage.getItem(key) || 'null');
+  } catch {
+    return null;
+  }
+}
+
+/** The current settings: `{ provider, rememberKey, openai: {baseUrl, model, apiKey}, anthropic: {…} }`. */
+export function loadSettings() {
+  const s = read(STORE) || {};
+  const stored = read(KEYS) || {};
+  const out = {
+    provider: PROVIDERS[s.provider] ? s.provider : 'demo',
+    rememberKey: !!s.rememberKey,
+  };
+  for (const p of ['openai', 'anthropic']) {
+    out[p] = {
+      baseUrl: s[p]?.baseUrl || PROVIDERS[p].baseUrl,
+      model: s[p]?.model || PROVIDERS[p].model,
+      apiKey: memoryKeys[p] || (out.rememberKey ? stored[p] || '' : ''),
+    };
+  }
+  return out;
+}
+
+export function saveSettings(s) {
+  const plain = { provider: s.provider, rememberKey: !!s.rememberKey };
+  for (const p of ['openai', 'anthropic']) {
+    plain[p] = { baseUrl: s[p].baseUrl.trim(), model: s[p].model.trim() };
+    memoryKeys[p] = s[p].apiKey || '';
+  }
+  localStorage.setItem(STORE, JSON.stringify(plain));
+  if (s.rememberKey) {
+    localStorage.setItem(KEYS, JSON.stringify({ openai: memoryKeys.openai, anthropic: memoryKeys.anthropic }));
+  } else {
+    localStorage.removeItem(KEYS);
+  }
+}
+
+/** The `model` option for `Agent.open`. */
+export function modelOptions(s) {
+  if (s.provider === 'demo') return { provider: 'demo' };
+  const p = s[s.provider];
+  const o = { provider: s.provider, baseUrl: p.baseUrl, model: p.model, maxRetries: 2 };
+  if (p.apiKey) o.apiKey = p.apiKey;
+  return o;
+}
+
+/** A short label for the header, e.g. "Demo model · offline" or "OpenAI-compatible · gpt-4o-mini". */
+export function modelLabel(s) {
+  if (s.provider === 'demo') return 'Demo model · offline';
+  return `${PROVIDERS[s.provider].title} · ${s[s.provider].model}`;
+}
