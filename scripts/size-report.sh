@@ -74,17 +74,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 wasm-bindgen "$release_wasm" --out-dir "$tmp" --target web --keep-debug
 named="$tmp/gatehouse_bg.wasm"
-# The wasm-opt build-pkg.sh uses (binaryen from npm), else one on PATH.
+# The wasm-opt and flags build-pkg.sh uses (binaryen from npm), else a wasm-opt on PATH.
 wasm_opt=node_modules/.bin/wasm-opt
 [ -x "$wasm_opt" ] || wasm_opt=$(command -v wasm-opt || true)
-if [ -n "$wasm_opt" ]; then
-  "$wasm_opt" "$named" -Oz --converge --low-memory-unused --one-caller-inline-max-function-size=20 \
-    --reorder-functions-by-name -g -o "$tmp/named.wasm" \
-    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals --enable-reference-types --enable-multivalue
+eval "$(sed -n '/^wasm_opt_flags=(/,/)$/p' scripts/build-pkg.sh)"
+if [ -n "$wasm_opt" ] && [ -n "${wasm_opt_flags+x}" ]; then
+  "$wasm_opt" "$named" "${wasm_opt_flags[@]}" -g -o "$tmp/named.wasm"
   named="$tmp/named.wasm"
 else
-  echo "(wasm-opt not found: breakdown of the un-optimized wasm-bindgen output)"
+  echo "(wasm-opt or build-pkg.sh's flags not found: breakdown of the un-optimized wasm-bindgen output)"
 fi
 
 twiggy top "$named" >"$tmp/top.txt"
