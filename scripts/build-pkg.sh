@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the npm package into pkg/: release wasm, wasm-bindgen (--target web), wasm-opt -Oz,
+# Builds the npm package into pkg/: release wasm, wasm-bindgen (--target web), wasm-opt,
 # the package.json and README from pkg-template/. Prints raw and gzipped sizes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,10 +19,14 @@ wasm-bindgen target/wasm32-unknown-unknown/release/gatehouse.wasm \
 # inlines every such function, which makes a few giant functions (the async driver, the
 # exported methods) with thousands of locals; that is ~2% smaller raw but compresses ~6%
 # worse (gzip and brotli), and the compressed size is what is downloaded.
-node_modules/.bin/wasm-opt pkg/gatehouse_bg.wasm -Oz --converge --low-memory-unused \
-  --one-caller-inline-max-function-size=20 -o pkg/gatehouse_bg.wasm \
-  --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-  --enable-mutable-globals --enable-reference-types --enable-multivalue
+# --reorder-functions-by-name (last; names are still there from wasm-bindgen) puts each
+# module's functions side by side, which compresses ~0.7% better than -Oz's order.
+# (scripts/size-report.sh reads this array, to measure what ships.)
+wasm_opt_flags=(-Oz --converge --low-memory-unused
+  --one-caller-inline-max-function-size=20 --reorder-functions-by-name
+  --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
+  --enable-mutable-globals --enable-reference-types --enable-multivalue)
+node_modules/.bin/wasm-opt pkg/gatehouse_bg.wasm "${wasm_opt_flags[@]}" -o pkg/gatehouse_bg.wasm
 # The generated class has [Symbol.dispose](): keep TypeScript users on older `lib`s compiling.
 sed -i '1i /// <reference lib="esnext.disposable" />' pkg/gatehouse.d.ts
 cp pkg-template/package.json pkg-template/README.md pkg/

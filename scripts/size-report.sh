@@ -55,7 +55,13 @@ done
 snippets=$(find pkg/snippets -name '*.js' 2>/dev/null | sort)
 if [ -n "$snippets" ]; then
   # shellcheck disable=SC2086
-  printf '%-24s %9d %9d\n' "snippets/*.js" "$(cat $snippets | wc -c)" "$(cat $snippets | gzip -9 | wc -c)"
+  raw=$(cat $snippets | wc -c) gz=$(cat $snippets | gzip -9 | wc -c)
+  if [ "$have_brotli" = 1 ]; then
+    # shellcheck disable=SC2086
+    printf '%-24s %9d %9d %9d\n' "snippets/*.js" "$raw" "$gz" "$(cat $snippets | brotli -q 11 -c | wc -c)"
+  else
+    printf '%-24s %9d %9d\n' "snippets/*.js" "$raw" "$gz"
+  fi
 fi
 
 if ! command -v twiggy >/dev/null; then
@@ -68,17 +74,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 wasm-bindgen "$release_wasm" --out-dir "$tmp" --target web --keep-debug
 named="$tmp/gatehouse_bg.wasm"
-# The wasm-opt build-pkg.sh uses (binaryen from npm), else one on PATH.
+# The wasm-opt and flags build-pkg.sh uses (binaryen from npm), else a wasm-opt on PATH.
 wasm_opt=node_modules/.bin/wasm-opt
 [ -x "$wasm_opt" ] || wasm_opt=$(command -v wasm-opt || true)
-if [ -n "$wasm_opt" ]; then
-  "$wasm_opt" "$named" -Oz --converge --low-memory-unused --one-caller-inline-max-function-size=20 \
-    -g -o "$tmp/named.wasm" \
-    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals --enable-reference-types --enable-multivalue
+eval "$(sed -n '/^wasm_opt_flags=(/,/)$/p' scripts/build-pkg.sh)"
+if [ -n "$wasm_opt" ] && [ -n "${wasm_opt_flags+x}" ]; then
+  "$wasm_opt" "$named" "${wasm_opt_flags[@]}" -g -o "$tmp/named.wasm"
   named="$tmp/named.wasm"
 else
-  echo "(wasm-opt not found: breakdown of the un-optimized wasm-bindgen output)"
+  echo "(wasm-opt or build-pkg.sh's flags not found: breakdown of the un-optimized wasm-bindgen output)"
 fi
 
 twiggy top "$named" >"$tmp/top.txt"
@@ -101,8 +105,8 @@ function classify(name,    s, c, m, parts) {
   if (s !~ /::/) return "[glue, builtins]";  # export shims, __wbindgen_*, memcpy, __multi3
   split(s, parts, "::");
   c = parts[1];
-  if (c ~ /^(f32|f64|[iu](8|16|32|64|128|size)|str|char|bool|\[.*|T|_)( |>|$)/ || c ~ /^(f32|f64|str|char|bool)$/) {
-    # <f64 as core::fmt::Display>::fmt, <str>::to_lowercase: the trait or core
+  if (c ~ /^(f32|f64|[iu](8|16|32|64|128|size)|str|char|bool|\[.*|[A-Z]|_)( |>|$)/ || c ~ /^(f32|f64|str|char|bool|[A-Z])$/) {
+    # <f64 as core::fmt::Display>::fmt, <str>::to_lowercase, <I as IntoIterator>: the trait or core
     if (match(s, / as [A-Za-z_][A-Za-z0-9_]*::/)) { c = substr(s, RSTART + 4, RLENGTH - 6); }
     else c = "core";
     return c;
@@ -132,7 +136,7 @@ NF >= 3 {
   m = module(name, c); mbytes[m] += b;
 }
 END {
-  printf "\n== wasm by crate (shallow bytes after wasm-opt -Oz; total %d)\n", total;
+  printf "\n== wasm by crate (shallow bytes after the shipped wasm-opt passes; total %d)\n", total;
   n = 0; for (c in bytes) keys[++n] = c;
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (bytes[keys[j]] > bytes[keys[i]]) { t = keys[i]; keys[i] = keys[j]; keys[j] = t; }
   for (i = 1; i <= n; i++) printf "%9d %6.1f%% %6d items  %s\n", bytes[keys[i]], 100 * bytes[keys[i]] / total, items[keys[i]], keys[i];

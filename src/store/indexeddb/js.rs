@@ -22,9 +22,14 @@ const run = (make) => new Promise((ok, fail) => {
   r.onerror = () => fail(r.error);
 });
 const range = (lo, hi) => hi === undefined ? lo : IDBKeyRange.bound(lo, hi);
+const factory = () => {
+  const f = globalThis.indexedDB;
+  if (f == null) throw "The `indexedDB` getter returned `null` or `undefined`";
+  return f;
+};
 export function gh_idb_open(name, version) {
   return run(() => {
-    const r = indexedDB.open(name, version);
+    const r = factory().open(name, version);
     r.onupgradeneeded = (e) => {
       if (e.oldVersion < 1) {
         r.result.createObjectStore("threads", { keyPath: "id" });
@@ -39,7 +44,7 @@ export function gh_idb_open(name, version) {
 }
 export function gh_idb_has_store(db, name) { return db.objectStoreNames.contains(name); }
 export function gh_idb_close(db) { db.onversionchange = null; db.close(); }
-export function gh_idb_delete_db(name) { return run(() => indexedDB.deleteDatabase(name)); }
+export function gh_idb_delete_db(name) { return run(() => factory().deleteDatabase(name)); }
 export function gh_idb_tx(db, stores, mode) { return db.transaction(stores, mode); }
 export function gh_idb_get(tx, store, key) { return run(() => tx.objectStore(store).get(key)); }
 export function gh_idb_get_all(tx, store, lo, hi) {
