@@ -6,10 +6,10 @@ WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-ru
 	CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=300
 
 .PHONY: test setup test-native check-core-pure check-wasm pkg test-types test-model-server \
-	test-browser-store test-browser test-demo test-package demo bench fmt
+	test-node test-browser-store test-browser test-demo test-package demo bench fmt
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
-	test-browser-store test-browser test-demo test-package
+	test-node test-browser-store test-browser test-demo test-package
 
 setup:
 	./scripts/setup-rust.sh
@@ -38,6 +38,10 @@ test-types: pkg
 
 test-model-server:
 	node --test tests/model-server/
+
+# The package in Node with the memory store.
+test-node: pkg
+	node --test tests/node/
 
 # The IndexedDB store in headless Chromium (wasm-bindgen-test).
 test-browser-store:
