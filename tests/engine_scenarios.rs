@@ -8,6 +8,11 @@ use gatehouse::thread::ApprovalState;
 use serde_json::{Value, json};
 use support::*;
 
+/// The outcome of a run that ended with the model's answer.
+const COMPLETED: Option<Outcome> = Some(Outcome::Completed {
+    max_steps_reached: false,
+});
+
 fn log(h: &mut Harness) -> Vec<String> {
     h.take_log()
 }
@@ -16,12 +21,7 @@ fn log(h: &mut Harness) -> Vec<String> {
 fn a_turn_without_tools_is_one_user_and_one_assistant_message() {
     let mut h = Harness::new(standard_tools());
     h.script([answer("Hello!")]);
-    assert_eq!(
-        h.chat("Hi").unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.chat("Hi").unwrap(), COMPLETED);
     assert_eq!(
         log(&mut h),
         [
@@ -73,12 +73,7 @@ fn approve_all_runs_the_tool_and_calls_the_model_again() {
     assert!(h.executed.is_empty());
     assert_eq!(h.engine.pending_tools().len(), 1);
 
-    assert_eq!(
-        h.decide(json!({"toolu_01": "approve"})).unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.decide(json!({"toolu_01": "approve"})).unwrap(), COMPLETED);
     assert_eq!(
         log(&mut h),
         [
@@ -237,12 +232,7 @@ fn mixed_gated_non_gated_and_external_calls_in_one_message() {
     assert_eq!(h.chat("hello?").unwrap_err().code(), "conflict");
     assert_eq!(h.store.writes, writes);
 
-    assert_eq!(
-        h.results(json!({"c3": {"ticket": 42}})).unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.results(json!({"c3": {"ticket": 42}})).unwrap(), COMPLETED);
     let t = h.thread();
     let results = &t[2]["tools"];
     assert_eq!(results.as_array().unwrap().len(), 4);
@@ -479,12 +469,7 @@ fn a_disabled_tool_called_anyway_gets_permission_denied_and_is_not_offered() {
         calls(vec![call("c1", "list_files", json!({}))]),
         answer("sorry"),
     ]);
-    assert_eq!(
-        h.chat("list").unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.chat("list").unwrap(), COMPLETED);
     assert!(h.executed.is_empty());
     let r: Value = serde_json::from_str(&h.result_of("c1").unwrap()).unwrap();
     assert_eq!(r["error"], "tool_permission_denied");
@@ -504,12 +489,7 @@ fn invalid_inputs_are_never_gated_and_the_model_gets_input_validation() {
         ]),
         answer("let me fix that"),
     ]);
-    assert_eq!(
-        h.chat("delete").unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.chat("delete").unwrap(), COMPLETED);
     let tail = &h.thread()[1];
     assert!(tail["tools"][0].get("approval").is_none());
     assert_eq!(tail["tools"][0]["inputs"], json!({"file": "a"}));
@@ -565,12 +545,7 @@ fn an_unknown_tool_loop_is_bounded_by_max_steps() {
     assert_eq!(h.engine.status(), ThreadStatus::Interrupted);
     h.model.clear();
     h.script([answer("giving up")]);
-    assert_eq!(
-        h.chat("stop").unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.chat("stop").unwrap(), COMPLETED);
 }
 
 #[test]
@@ -583,12 +558,7 @@ fn a_tool_that_fails_becomes_a_structured_error_result_and_the_thread_goes_on() 
         calls(vec![call("c1", "delete_file", json!({"path": "/root"}))]),
         answer("It failed."),
     ]);
-    assert_eq!(
-        h.chat("delete /root").unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.chat("delete /root").unwrap(), COMPLETED);
     let r: Value = serde_json::from_str(&h.result_of("c1").unwrap()).unwrap();
     assert_eq!(
         r,
@@ -657,9 +627,7 @@ fn an_interrupted_non_gated_call_becomes_gated() {
     assert_eq!(
         h.decide(json!({"c1": ["reject", "it probably ran"]}))
             .unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
+        COMPLETED
     );
     assert!(h.executed.is_empty());
 }
@@ -682,12 +650,7 @@ fn an_interrupted_idempotent_call_runs_again_on_retry() {
         "not re-gated"
     );
     assert_eq!(h.engine.status(), ThreadStatus::Interrupted);
-    assert_eq!(
-        h.retry().unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.retry().unwrap(), COMPLETED);
     assert_eq!(h.executed.len(), 1);
 }
 
@@ -720,12 +683,7 @@ fn a_failed_model_call_keeps_the_user_message_and_retry_does_not_duplicate_it() 
     assert_eq!(h.store.messages.len(), 1);
     assert_eq!(h.engine.status(), ThreadStatus::Interrupted);
     h.script([answer("hi there")]);
-    assert_eq!(
-        h.retry().unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.retry().unwrap(), COMPLETED);
     assert_eq!(
         log(&mut h),
         ["call_model", "persist(+assistant)", "yield(completed)"]
@@ -774,12 +732,7 @@ fn external_tool_results_partial_and_unknown_ids() {
         h.results(json!({"t2": "#2 again"})).unwrap_err().code(),
         "unknown_call_id"
     );
-    assert_eq!(
-        h.results(json!({"t1": "#1"})).unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.results(json!({"t1": "#1"})).unwrap(), COMPLETED);
     assert_eq!(h.result_of("t1").unwrap(), "#1");
     assert_eq!(h.result_of("t2").unwrap(), "#2");
 }
@@ -803,12 +756,7 @@ fn a_gated_external_tool_waits_for_approval_then_for_its_result() {
         h.decide(json!({"t1": "approve"})).unwrap(),
         Some(Outcome::AwaitingToolResults)
     );
-    assert_eq!(
-        h.results(json!({"t1": "x"})).unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.results(json!({"t1": "x"})).unwrap(), COMPLETED);
 }
 
 #[test]
@@ -834,12 +782,7 @@ fn per_thread_policies_replace_tool_defaults_both_ways() {
         calls(vec![call("c1", "delete_file", json!({"path": "a"}))]),
         answer("ok"),
     ]);
-    assert_eq!(
-        h.chat("delete a").unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.chat("delete a").unwrap(), COMPLETED);
     assert!(
         h.thread()[1]["tools"][0].get("approval").is_none(),
         "autoApprove: not gated"
@@ -1004,12 +947,7 @@ fn a_tool_cancelled_before_it_ran_is_not_regated_and_retry_runs_it() {
         ThreadStatus::Interrupted,
         "not re-gated: it never started"
     );
-    assert_eq!(
-        h.retry().unwrap(),
-        Some(Outcome::Completed {
-            max_steps_reached: false
-        })
-    );
+    assert_eq!(h.retry().unwrap(), COMPLETED);
     assert_eq!(h.executed.len(), 1);
 }
 

@@ -103,8 +103,8 @@ fn openai_request_for_a_full_thread() {
     assert_eq!(
         req.headers,
         vec![
-            ("Content-Type".to_owned(), "application/json".to_owned()),
-            ("Accept".to_owned(), "text/event-stream".to_owned()),
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("accept".to_owned(), "text/event-stream".to_owned()),
             (
                 "Authorization".to_owned(),
                 "Bearer sk-secret-123".to_owned()

@@ -4,8 +4,8 @@ use super::error::{ProviderError, error_fields};
 use super::sse::SseEvent;
 use super::stream::{StreamDelta, ToolCallSlots};
 use super::{
-    ANTHROPIC_DEFAULT_MAX_TOKENS, HttpRequest, ModelConfig, ToolDef, count_at, header, str_at,
-    usage, with_extra_headers,
+    ANTHROPIC_DEFAULT_MAX_TOKENS, HttpRequest, ModelConfig, ToolDef, count_at, header,
+    json_headers, str_at, usage, with_extra_headers,
 };
 use crate::engine::{ModelOutput, ModelToolCall};
 use crate::thread::{Message, MessageKind, Role, Usage, json_text};
@@ -38,15 +38,7 @@ pub(crate) fn build(
     if cfg.stream {
         body.insert("stream".into(), json!(true));
     }
-    let accept = if cfg.stream {
-        "text/event-stream"
-    } else {
-        "application/json"
-    };
-    let mut headers = vec![
-        header("content-type", "application/json"),
-        header("accept", accept),
-    ];
+    let mut headers = json_headers(cfg);
     if let Some(key) = &cfg.api_key {
         headers.push(header("x-api-key", key));
     }

@@ -156,6 +156,19 @@ pub(crate) fn with_extra_headers(
     headers
 }
 
+/// `content-type` and `accept` for a JSON request answered by SSE or by JSON.
+pub(crate) fn json_headers(cfg: &ModelConfig) -> Vec<(String, String)> {
+    let accept = if cfg.stream {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    vec![
+        header("content-type", "application/json"),
+        header("accept", accept),
+    ]
+}
+
 pub(crate) fn header(name: &str, value: &str) -> (String, String) {
     (name.to_owned(), value.to_owned())
 }

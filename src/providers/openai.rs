@@ -3,10 +3,8 @@
 use super::error::{ProviderError, error_fields};
 use super::sse::SseEvent;
 use super::stream::{StreamDelta, ToolCallSlots};
-use super::{HttpRequest, OPENAI_DEFAULT_BASE};
-use super::{
-    ModelConfig, ToolDef, compact_json, count_at, header, str_at, usage, with_extra_headers,
-};
+use super::{HttpRequest, OPENAI_DEFAULT_BASE, json_headers};
+use super::{ModelConfig, ToolDef, compact_json, count_at, str_at, usage, with_extra_headers};
 use crate::engine::{ModelOutput, ModelToolCall};
 use crate::thread::{Message, MessageKind, Role, Usage, json_text};
 use serde_json::{Map, Value, json};
@@ -44,15 +42,7 @@ pub(crate) fn build(
         body.insert("stream".into(), json!(true));
         body.insert("stream_options".into(), json!({ "include_usage": true }));
     }
-    let accept = if cfg.stream {
-        "text/event-stream"
-    } else {
-        "application/json"
-    };
-    let mut headers = vec![
-        header("Content-Type", "application/json"),
-        header("Accept", accept),
-    ];
+    let mut headers = json_headers(cfg);
     if let Some(key) = &cfg.api_key {
         headers.push(("Authorization".into(), format!("Bearer {key}")));
     }
