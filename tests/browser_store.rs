@@ -8,7 +8,9 @@
 #![cfg(target_arch = "wasm32")]
 
 use gatehouse::engine::{CallResult, Commit, RunJournal, ToolPolicies, ToolPolicy};
-use gatehouse::store::{IndexedDbStore, MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord};
+use gatehouse::store::{
+    IndexedDbStore, MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord, Writer,
+};
 use gatehouse::thread::{Message, MessageId, ToolEntry};
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
@@ -21,6 +23,11 @@ wasm_bindgen_test_configure!(run_in_browser);
 
 // ---------------------------------------------------------------------------------------
 // helpers
+
+/// A writer that holds no lease (a run that ends with this write).
+fn w() -> Writer {
+    Writer::new("test-agent", false, false, 0.0)
+}
 
 fn db_name(tag: &str) -> String {
     format!(
@@ -132,7 +139,13 @@ async fn append_then_load_returns_the_record_and_the_tail() {
     let name = db_name("append");
     let s = open(&name).await;
     let r1 = s
-        .commit("a", 0, &append(vec![msg(1, "hello"), msg(2, "world")]), 5.0)
+        .commit(
+            "a",
+            0,
+            &append(vec![msg(1, "hello"), msg(2, "world")]),
+            &w(),
+            5.0,
+        )
         .await
         .unwrap();
     assert_eq!((r1.version, r1.message_count), (1, 2));
@@ -143,7 +156,7 @@ async fn append_then_load_returns_the_record_and_the_tail() {
     assert_eq!(snap.record, r1);
     assert_eq!(snap.tail, Some(msg(2, "world")));
     let r2 = s
-        .commit("a", 1, &append(vec![msg(3, "again")]), 6.0)
+        .commit("a", 1, &append(vec![msg(3, "again")]), &w(), 6.0)
         .await
         .unwrap();
     assert_eq!(
@@ -159,10 +172,10 @@ async fn append_then_load_returns_the_record_and_the_tail() {
 async fn a_stale_commit_is_a_conflict_and_writes_nothing() {
     let name = db_name("conflict");
     let s = open(&name).await;
-    s.commit("a", 0, &append(vec![msg(1, "hello")]), 1.0)
+    s.commit("a", 0, &append(vec![msg(1, "hello")]), &w(), 1.0)
         .await
         .unwrap();
-    s.commit("a", 1, &append(vec![msg(2, "second")]), 2.0)
+    s.commit("a", 1, &append(vec![msg(2, "second")]), &w(), 2.0)
         .await
         .unwrap();
     let mut stale = append(vec![msg(3, "stale"), msg(4, "stale too")]);
@@ -173,7 +186,7 @@ async fn a_stale_commit_is_a_conflict_and_writes_nothing() {
             auto_approve: None,
         },
     );
-    let e = s.commit("a", 1, &stale, 3.0).await.unwrap_err();
+    let e = s.commit("a", 1, &stale, &w(), 3.0).await.unwrap_err();
     assert_eq!(
         e,
         StoreError::Conflict {
@@ -194,7 +207,8 @@ async fn a_stale_commit_is_a_conflict_and_writes_nothing() {
     db.close();
     // A commit from a version a thread never had, on a thread that does not exist.
     assert!(matches!(
-        s.commit("b", 4, &append(vec![msg(1, "x")]), 5.0).await,
+        s.commit("b", 4, &append(vec![msg(1, "x")]), &w(), 5.0)
+            .await,
         Err(StoreError::Conflict {
             expected: 4,
             found: 0
@@ -211,18 +225,18 @@ async fn two_handles_on_one_database_are_two_tabs() {
     let tab_a = open(&name).await;
     let tab_b = open(&name).await;
     tab_a
-        .commit("t", 0, &append(vec![msg(1, "hello")]), 1.0)
+        .commit("t", 0, &append(vec![msg(1, "hello")]), &w(), 1.0)
         .await
         .unwrap();
     let seen_by_b = tab_b.load("t", 2.0).await.unwrap();
     assert_eq!(seen_by_b.record.version, 1);
     tab_b
-        .commit("t", 1, &append(vec![msg(2, "from tab B")]), 2.0)
+        .commit("t", 1, &append(vec![msg(2, "from tab B")]), &w(), 2.0)
         .await
         .unwrap();
     // Tab A still holds version 1.
     let e = tab_a
-        .commit("t", 1, &append(vec![msg(3, "from tab A")]), 3.0)
+        .commit("t", 1, &append(vec![msg(3, "from tab A")]), &w(), 3.0)
         .await
         .unwrap_err();
     assert_eq!(
@@ -240,6 +254,7 @@ async fn two_handles_on_one_database_are_two_tabs() {
             "t",
             fresh.record.version,
             &append(vec![msg(3, "from tab A")]),
+            &w(),
             5.0,
         )
         .await
@@ -259,7 +274,9 @@ async fn two_tabs_committing_at_once_cannot_both_win() {
     let b = Rc::new(open(&name).await);
     let start = |s: Rc<IndexedDbStore>, text: &'static str| {
         wasm_bindgen_futures::future_to_promise(async move {
-            let r = s.commit("t", 0, &append(vec![msg(1, text)]), 1.0).await;
+            let r = s
+                .commit("t", 0, &append(vec![msg(1, text)]), &w(), 1.0)
+                .await;
             Ok(JsValue::from_str(match r {
                 Ok(_) => "ok",
                 Err(StoreError::Conflict { .. }) => "conflict",
@@ -290,13 +307,19 @@ async fn two_tabs_committing_at_once_cannot_both_win() {
 async fn a_tail_rewrite_keeps_the_seq_and_must_name_the_stored_tail() {
     let name = db_name("tail");
     let s = open(&name).await;
-    s.commit("a", 0, &append(vec![msg(1, "one"), msg(2, "two")]), 1.0)
-        .await
-        .unwrap();
+    s.commit(
+        "a",
+        0,
+        &append(vec![msg(1, "one"), msg(2, "two")]),
+        &w(),
+        1.0,
+    )
+    .await
+    .unwrap();
     let mut c = append(vec![]);
     c.replace_tail = Some(msg(2, "two, edited"));
     c.run = Some(RunJournal::new(MessageId::from_number(2)));
-    let r = s.commit("a", 1, &c, 2.0).await.unwrap();
+    let r = s.commit("a", 1, &c, &w(), 2.0).await.unwrap();
     assert_eq!((r.version, r.message_count), (2, 2));
     assert!(r.run.is_some());
     assert_eq!(
@@ -315,7 +338,7 @@ async fn a_tail_rewrite_keeps_the_seq_and_must_name_the_stored_tail() {
     // A rewrite plus appends: the tail in place, the new ones after it.
     let mut c = append(vec![msg(3, "three")]);
     c.replace_tail = Some(msg(2, "two, final"));
-    let r = s.commit("a", 2, &c, 4.0).await.unwrap();
+    let r = s.commit("a", 2, &c, &w(), 4.0).await.unwrap();
     assert_eq!((r.version, r.message_count), (3, 3));
     assert_eq!(
         s.page("a", Some(3), 10).await.unwrap()[1]
@@ -328,14 +351,14 @@ async fn a_tail_rewrite_keeps_the_seq_and_must_name_the_stored_tail() {
     let mut wrong = append(vec![]);
     wrong.replace_tail = Some(msg(1, "not the tail"));
     assert!(matches!(
-        s.commit("a", 3, &wrong, 5.0).await,
+        s.commit("a", 3, &wrong, &w(), 5.0).await,
         Err(StoreError::Conflict { .. })
     ));
     // Rewriting the tail of an empty thread.
     let mut empty = append(vec![]);
     empty.replace_tail = Some(msg(1, "nothing to rewrite"));
     assert!(matches!(
-        s.commit("b", 0, &empty, 5.0).await,
+        s.commit("b", 0, &empty, &w(), 5.0).await,
         Err(StoreError::Conflict { .. })
     ));
     let snap = s.load("a", 6.0).await.unwrap();
@@ -357,12 +380,12 @@ async fn pages_read_backwards_from_the_tail_oldest_first() {
     let name = db_name("page");
     let s = open(&name).await;
     let msgs: Vec<Message> = (1..=25).map(|i| msg(i, &format!("m{i}"))).collect();
-    s.commit("a", 0, &append(msgs), 1.0).await.unwrap();
+    s.commit("a", 0, &append(msgs), &w(), 1.0).await.unwrap();
     // Another thread's rows sort right after this one's: they must not leak in.
-    s.commit("a2", 0, &append(vec![msg(100, "other")]), 1.0)
+    s.commit("a2", 0, &append(vec![msg(100, "other")]), &w(), 1.0)
         .await
         .unwrap();
-    s.commit("", 0, &append(vec![msg(101, "empty id")]), 1.0)
+    s.commit("", 0, &append(vec![msg(101, "empty id")]), &w(), 1.0)
         .await
         .unwrap();
     let last = s.page("a", None, 10).await.unwrap();
@@ -394,9 +417,15 @@ async fn list_and_delete() {
     let name = db_name("list");
     let s = open(&name).await;
     for (i, id) in ["b", "a", "c"].iter().enumerate() {
-        s.commit(id, 0, &append(vec![msg(1, id), msg(2, "x")]), i as f64)
-            .await
-            .unwrap();
+        s.commit(
+            id,
+            0,
+            &append(vec![msg(1, id), msg(2, "x")]),
+            &w(),
+            i as f64,
+        )
+        .await
+        .unwrap();
     }
     let ids = |v: Vec<ThreadRecord>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
     assert_eq!(ids(s.list().await.unwrap()), vec!["a", "b", "c"]);
@@ -415,7 +444,7 @@ async fn list_and_delete() {
     // A deleted thread starts again at version 0; deleting twice is fine.
     s.delete("b").await.unwrap();
     let r = s
-        .commit("b", 0, &append(vec![msg(7, "again")]), 11.0)
+        .commit("b", 0, &append(vec![msg(7, "again")]), &w(), 11.0)
         .await
         .unwrap();
     assert_eq!((r.version, r.message_count, r.created_at), (1, 1, 11.0));
@@ -435,7 +464,7 @@ async fn reopening_the_database_keeps_everything() {
             auto_approve: Some(true),
         },
     );
-    let written = s.commit("a", 0, &c, 1.0).await.unwrap();
+    let written = s.commit("a", 0, &c, &w(), 1.0).await.unwrap();
     let page_before = s.page("a", None, 10).await.unwrap();
     drop(s); // closes the connection: a page reload
     let s = open(&name).await;
@@ -445,7 +474,7 @@ async fn reopening_the_database_keeps_everything() {
     assert_eq!(s.page("a", None, 10).await.unwrap(), page_before);
     assert_eq!(s.list().await.unwrap(), vec![written]);
     // And it is still writable from the version it had.
-    s.commit("a", 1, &append(vec![msg(3, "after")]), 2.0)
+    s.commit("a", 1, &append(vec![msg(3, "after")]), &w(), 2.0)
         .await
         .unwrap();
     drop(s);
@@ -486,7 +515,7 @@ async fn policies_and_the_run_journal_round_trip() {
     });
     run.started = Some("toolu_01".into());
     c.run = Some(run.clone());
-    let r = s.commit("t", 0, &c, 1.0).await.unwrap();
+    let r = s.commit("t", 0, &c, &w(), 1.0).await.unwrap();
     let snap = s.load("t", 2.0).await.unwrap();
     assert_eq!(snap.record, r);
     assert_eq!(snap.record.policies, c.policies);
@@ -497,7 +526,7 @@ async fn policies_and_the_run_journal_round_trip() {
     let mut c2 = append(vec![]);
     c2.policies = c.policies.clone();
     c2.policies.remove("delete_logs");
-    let r2 = s.commit("t", 1, &c2, 3.0).await.unwrap();
+    let r2 = s.commit("t", 1, &c2, &w(), 3.0).await.unwrap();
     let snap = s.load("t", 4.0).await.unwrap();
     assert_eq!(snap.record, r2);
     assert!(snap.record.run.is_none());
@@ -514,7 +543,7 @@ async fn the_stored_shape_is_the_documented_one() {
     let name = db_name("shape");
     let s = open(&name).await;
     let m = msg(1, "hello");
-    s.commit("a", 0, &append(vec![m.clone()]), 1.0)
+    s.commit("a", 0, &append(vec![m.clone()]), &w(), 1.0)
         .await
         .unwrap();
     let db = raw(&name).await;
@@ -590,9 +619,15 @@ async fn a_record_of_a_later_schema_version_is_read_for_the_fields_we_know() {
 async fn damaged_data_is_corrupt_not_a_panic() {
     let name = db_name("corrupt");
     let s = open(&name).await;
-    s.commit("a", 0, &append(vec![msg(1, "fine"), msg(2, "tail")]), 1.0)
-        .await
-        .unwrap();
+    s.commit(
+        "a",
+        0,
+        &append(vec![msg(1, "fine"), msg(2, "tail")]),
+        &w(),
+        1.0,
+    )
+    .await
+    .unwrap();
     let db = raw(&name).await;
     raw_put(
         &db,
@@ -634,7 +669,7 @@ async fn damaged_data_is_corrupt_not_a_panic() {
     let mut c = append(vec![]);
     c.replace_tail = Some(msg(2, "fixed"));
     assert!(matches!(
-        s.commit("a", 1, &c, 2.0).await,
+        s.commit("a", 1, &c, &w(), 2.0).await,
         Err(StoreError::Conflict { .. })
     ));
     drop(s);
@@ -662,7 +697,7 @@ async fn a_database_from_a_later_release_is_unavailable() {
 async fn deleting_the_database_closes_open_handles() {
     let name = db_name("closing");
     let s = open(&name).await;
-    s.commit("a", 0, &append(vec![msg(1, "hi")]), 1.0)
+    s.commit("a", 0, &append(vec![msg(1, "hi")]), &w(), 1.0)
         .await
         .unwrap();
     // Another tab deletes the database while this handle is open: it must not block.
@@ -734,8 +769,8 @@ async fn the_memory_store_and_indexeddb_write_the_same_data() {
 
     for (i, (thread, version, commit)) in steps.iter().enumerate() {
         let now = 1000.0 + i as f64;
-        let m = mem.commit(thread, *version, commit, now);
-        let d = idb.commit(thread, *version, commit, now).await;
+        let m = mem.commit(thread, *version, commit, &w(), now);
+        let d = idb.commit(thread, *version, commit, &w(), now).await;
         assert_eq!(m, d, "step {i}");
     }
     assert_eq!(mem.list(), idb.list().await.unwrap());
@@ -791,7 +826,9 @@ async fn a_100k_message_thread_loads_its_tail_and_pages_without_scanning() {
     let s = open(&name).await;
 
     let short: Vec<Message> = (1..=10).map(|i| msg(i, &format!("short {i}"))).collect();
-    s.commit("short", 0, &append(short), 1.0).await.unwrap();
+    s.commit("short", 0, &append(short), &w(), 1.0)
+        .await
+        .unwrap();
 
     let t_write = now();
     let mut version = 0;
@@ -801,7 +838,7 @@ async fn a_100k_message_thread_loads_its_tail_and_pages_without_scanning() {
             .collect();
         let t0 = now();
         let r = s
-            .commit("long", version, &append(msgs), b as f64)
+            .commit("long", version, &append(msgs), &w(), b as f64)
             .await
             .unwrap();
         if b == 0 || b + 1 == TOTAL / BATCH {
@@ -857,6 +894,7 @@ async fn a_100k_message_thread_loads_its_tail_and_pages_without_scanning() {
                     thread,
                     *v,
                     &append(vec![msg(TOTAL + 1 + i, "one more")]),
+                    &w(),
                     0.0,
                 )
                 .await

@@ -2,8 +2,13 @@
 //! conflicts, tail rewrites, paging, and reading frozen records of every schema version.
 
 use gatehouse::engine::{Commit, RunJournal, ToolPolicies, ToolPolicy};
-use gatehouse::store::{MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord};
+use gatehouse::store::{MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord, Writer};
 use gatehouse::thread::{Message, MessageId};
+
+/// A writer that holds no lease (a run that ends with this write).
+fn w() -> Writer {
+    Writer::new("test-agent", false, false, 0.0)
+}
 
 fn msg(n: u64, text: &str) -> Message {
     Message::user_text(MessageId::from_number(n), text)
@@ -30,18 +35,18 @@ fn a_new_thread_has_version_zero_and_no_tail() {
 fn commits_bump_the_version_and_a_stale_commit_is_a_conflict_that_writes_nothing() {
     let s = MemoryStore::open("t-conflict");
     let r1 = s
-        .commit("a", 0, &append(vec![msg(1, "hello")]), 1.0)
+        .commit("a", 0, &append(vec![msg(1, "hello")]), &w(), 1.0)
         .unwrap();
     assert_eq!((r1.version, r1.message_count), (1, 1));
     assert_eq!(r1.title.as_deref(), Some("hello"));
     // Another tab (same database) appends from version 1.
     let other = MemoryStore::open("t-conflict");
     other
-        .commit("a", 1, &append(vec![msg(2, "from tab B")]), 2.0)
+        .commit("a", 1, &append(vec![msg(2, "from tab B")]), &w(), 2.0)
         .unwrap();
     // This view still thinks version 1.
     let e = s
-        .commit("a", 1, &append(vec![msg(3, "stale")]), 3.0)
+        .commit("a", 1, &append(vec![msg(3, "stale")]), &w(), 3.0)
         .unwrap_err();
     assert_eq!(
         e,
@@ -59,12 +64,18 @@ fn commits_bump_the_version_and_a_stale_commit_is_a_conflict_that_writes_nothing
 #[test]
 fn a_tail_rewrite_keeps_the_seq_and_must_name_the_stored_tail() {
     let s = MemoryStore::open("t-tail");
-    s.commit("a", 0, &append(vec![msg(1, "one"), msg(2, "two")]), 1.0)
-        .unwrap();
+    s.commit(
+        "a",
+        0,
+        &append(vec![msg(1, "one"), msg(2, "two")]),
+        &w(),
+        1.0,
+    )
+    .unwrap();
     let mut c = append(vec![]);
     c.replace_tail = Some(msg(2, "two, edited"));
     c.run = Some(RunJournal::new(MessageId::from_number(2)));
-    let r = s.commit("a", 1, &c, 2.0).unwrap();
+    let r = s.commit("a", 1, &c, &w(), 2.0).unwrap();
     assert_eq!(r.message_count, 2);
     assert!(r.run.is_some());
     assert_eq!(
@@ -74,7 +85,7 @@ fn a_tail_rewrite_keeps_the_seq_and_must_name_the_stored_tail() {
     let mut wrong = append(vec![]);
     wrong.replace_tail = Some(msg(1, "not the tail"));
     assert!(matches!(
-        s.commit("a", 2, &wrong, 4.0),
+        s.commit("a", 2, &wrong, &w(), 4.0),
         Err(StoreError::Conflict { .. })
     ));
 }
@@ -83,7 +94,7 @@ fn a_tail_rewrite_keeps_the_seq_and_must_name_the_stored_tail() {
 fn pages_read_backwards_from_the_tail_oldest_first() {
     let s = MemoryStore::open("t-page");
     let msgs: Vec<Message> = (1..=25).map(|i| msg(i, &format!("m{i}"))).collect();
-    s.commit("a", 0, &append(msgs), 1.0).unwrap();
+    s.commit("a", 0, &append(msgs), &w(), 1.0).unwrap();
     let last = s.page("a", None, 10).unwrap();
     assert_eq!(
         last.iter().map(|r| r.seq).collect::<Vec<_>>(),
@@ -106,7 +117,7 @@ fn policies_are_stored_with_the_thread() {
             auto_approve: None,
         },
     );
-    s.commit("a", 0, &c, 1.0).unwrap();
+    s.commit("a", 0, &c, &w(), 1.0).unwrap();
     assert_eq!(
         s.load("a", 2.0).unwrap().record.policies["search"].enabled,
         Some(false)
@@ -143,7 +154,7 @@ fn the_record_counts_the_tails_pending_approvals() {
         vec![gated, ToolEntry::new("c2", "x")],
     );
     let r = s
-        .commit("a", 0, &append(vec![msg(1, "go"), call.clone()]), 1.0)
+        .commit("a", 0, &append(vec![msg(1, "go"), call.clone()]), &w(), 1.0)
         .unwrap();
     assert_eq!(r.pending_approvals, 1);
     let mut decided = call;
@@ -154,5 +165,8 @@ fn the_record_counts_the_tails_pending_approvals() {
         .state = gatehouse::thread::ApprovalState::Approved;
     let mut c = append(vec![]);
     c.replace_tail = Some(decided);
-    assert_eq!(s.commit("a", 1, &c, 2.0).unwrap().pending_approvals, 0);
+    assert_eq!(
+        s.commit("a", 1, &c, &w(), 2.0).unwrap().pending_approvals,
+        0
+    );
 }

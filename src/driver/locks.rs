@@ -1,29 +1,38 @@
-//! Cross-tab exclusion with the Web Locks API: a tab holds the thread's lock while a tool
-//! executes, so another tab that opens the thread meanwhile can tell "cut off by a closed
-//! page" (re-gate it) from "still running over there" (leave it alone). Where the API is
-//! missing (Node, old browsers) nothing is held and recovery re-gates, which is the safe side.
+//! The thread's Web Lock (docs/design.md, "Run ownership"): a run holds it from before its
+//! first write to after its last, so another tab can tell "running over there" from "died
+//! mid-run" without trusting timing (the browser releases a dead page's locks). Where the API
+//! is missing (insecure contexts, Node, old browsers) nothing is held and the lease in the
+//! thread record decides, by its expiry.
 
+use crate::store::LockProbe;
 use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 #[wasm_bindgen(inline_js = r#"
-export function gh_lock_hold(name) {
-  const locks = globalThis.navigator && globalThis.navigator.locks;
+const api = () => globalThis.navigator && globalThis.navigator.locks;
+export function gh_lock_try(name) {
+  const locks = api();
   if (!locks) return Promise.resolve(null);
   return new Promise((granted, failed) => {
-    locks.request(name, () => new Promise((release) => granted(release))).catch(failed);
+    locks.request(name, { ifAvailable: true }, (lock) =>
+      lock ? new Promise((release) => granted(release)) : granted(false)).catch(failed);
   });
 }
-export function gh_lock_held(name) {
-  const locks = globalThis.navigator && globalThis.navigator.locks;
-  if (!locks) return Promise.resolve(false);
-  return locks.query().then((s) => s.held.some((l) => l.name === name), () => false);
+export function gh_lock_probe(name) {
+  const locks = api();
+  if (!locks) return Promise.resolve(null);
+  return locks.query().then((s) => s.held.some((l) => l.name === name), () => null);
+}
+export function gh_every(ms, f) {
+  const id = setInterval(f, ms);
+  return () => clearInterval(id);
 }
 "#)]
 extern "C" {
-    fn gh_lock_hold(name: &str) -> Promise;
-    fn gh_lock_held(name: &str) -> Promise;
+    fn gh_lock_try(name: &str) -> Promise;
+    fn gh_lock_probe(name: &str) -> Promise;
+    fn gh_every(ms: f64, f: &Closure<dyn FnMut()>) -> Function;
 }
 
 pub fn lock_name(database: &str, thread: &str) -> String {
@@ -41,18 +50,55 @@ impl Drop for Held {
     }
 }
 
-pub async fn hold(name: &str) -> Held {
-    let release = JsFuture::from(gh_lock_hold(name))
-        .await
-        .ok()
-        .and_then(|v| v.dyn_into::<Function>().ok());
-    Held(release)
+/// The outcome of asking for the lock without waiting.
+pub enum Attempt {
+    Held(Held),
+    /// Somebody else holds it.
+    Taken,
+    /// No Web Locks here.
+    Unsupported,
 }
 
-pub async fn held_elsewhere(name: &str) -> bool {
-    JsFuture::from(gh_lock_held(name))
-        .await
-        .ok()
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false)
+/// Takes the lock if nobody holds it; never waits for it.
+pub async fn try_hold(name: &str) -> Attempt {
+    match JsFuture::from(gh_lock_try(name)).await {
+        Ok(v) if v.is_null() => Attempt::Unsupported,
+        Ok(v) => match v.dyn_into::<Function>() {
+            Ok(release) => Attempt::Held(Held(Some(release))),
+            Err(_) => Attempt::Taken,
+        },
+        // The request itself failed (e.g. a detached document): nobody can be told apart.
+        Err(_) => Attempt::Unsupported,
+    }
+}
+
+/// Whether somebody holds the lock, without taking it.
+pub async fn probe(name: &str) -> LockProbe {
+    match JsFuture::from(gh_lock_probe(name)).await.map(|v| v.as_bool()) {
+        Ok(Some(true)) => LockProbe::Held,
+        Ok(Some(false)) => LockProbe::Free,
+        _ => LockProbe::Unsupported,
+    }
+}
+
+/// Calls `f` every `ms` milliseconds until dropped.
+pub struct Every {
+    stop: Function,
+    _f: Closure<dyn FnMut()>,
+}
+
+impl Every {
+    pub fn new(ms: f64, f: impl FnMut() + 'static) -> Every {
+        let f = Closure::<dyn FnMut()>::new(f);
+        Every {
+            stop: gh_every(ms, &f),
+            _f: f,
+        }
+    }
+}
+
+impl Drop for Every {
+    fn drop(&mut self) {
+        let _ = self.stop.call0(&JsValue::NULL);
+    }
 }

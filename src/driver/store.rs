@@ -2,7 +2,7 @@
 
 use crate::engine::Commit;
 use crate::store::indexeddb::IndexedDbStore;
-use crate::store::{MemoryStore, MessageRow, Snapshot, StoreError, ThreadRecord};
+use crate::store::{MemoryStore, MessageRow, Snapshot, StoreError, ThreadRecord, Writer};
 use std::rc::Rc;
 
 #[derive(Clone)]
@@ -41,11 +41,34 @@ impl Store {
         thread: &str,
         expected_version: u64,
         commit: &Commit,
+        writer: &Writer,
         now: f64,
     ) -> Result<ThreadRecord, StoreError> {
         match self {
-            Store::Memory(s) => s.commit(thread, expected_version, commit, now),
-            Store::IndexedDb(s) => s.commit(thread, expected_version, commit, now).await,
+            Store::Memory(s) => s.commit(thread, expected_version, commit, writer, now),
+            Store::IndexedDb(s) => {
+                s.commit(thread, expected_version, commit, writer, now)
+                    .await
+            }
+        }
+    }
+
+    /// Extends `owner`'s lease; false when it is no longer `owner`'s.
+    pub async fn renew(&self, thread: &str, owner: &str, until: f64) -> Result<bool, StoreError> {
+        match self {
+            Store::Memory(s) => s.renew(thread, owner, until),
+            Store::IndexedDb(s) => s.renew(thread, owner, until).await,
+        }
+    }
+
+    /// Clears `owner`'s lease if the record still has it.
+    pub async fn release(&self, thread: &str, owner: &str) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(s) => {
+                s.release(thread, owner);
+                Ok(())
+            }
+            Store::IndexedDb(s) => s.release(thread, owner).await,
         }
     }
 

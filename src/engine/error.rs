@@ -22,9 +22,10 @@ pub enum EngineError {
     NothingToRetry,
     /// A tool policy for a tool the agent does not have.
     UnknownTool(String),
-    /// An input arrived that the engine was not waiting for: a driver bug, or a second call
-    /// while a run is in progress.
+    /// A second call while a run is in progress.
     Busy(String),
+    /// An input arrived that the engine was not waiting for: a bug in the driver.
+    Internal(String),
 }
 
 impl EngineError {
@@ -38,6 +39,7 @@ impl EngineError {
             EngineError::NothingToRetry => "nothing_to_retry",
             EngineError::UnknownTool(_) => "unknown_tool",
             EngineError::Busy(_) => "busy",
+            EngineError::Internal(_) => "internal",
         }
     }
 
@@ -53,7 +55,8 @@ impl fmt::Display for EngineError {
             EngineError::Conflict(m)
             | EngineError::NotSuspended(m)
             | EngineError::InvalidToolResults(m)
-            | EngineError::Busy(m) => f.write_str(m),
+            | EngineError::Busy(m)
+            | EngineError::Internal(m) => f.write_str(m),
             EngineError::InvalidDecision { message, .. } => f.write_str(message),
             EngineError::UnknownCallId { message, .. } => f.write_str(message),
             EngineError::NothingToRetry => {

@@ -10,7 +10,10 @@
 use super::decisions::{Decision, parse_payload};
 use super::error::EngineError;
 use super::model::{ModelOutput, ModelToolCall};
-use super::results::{REGATE_REASON, code, error_result, output_to_result, rejection_text};
+use super::results::{
+    REGATE_REASON, UNRECORDED_REASON, code, error_result, output_to_result, rejection_text,
+    unstorable_result,
+};
 use super::state::{Commit, RunJournal, ThreadState, ThreadStatus};
 use super::tools::{Gate, PolicyVerdict, ToolPolicy, ToolSet, ToolSpec};
 use crate::schema;
@@ -404,10 +407,7 @@ impl Engine {
             Phase::WaitingTool(id) if id == call_id => {}
             _ => return Err(unexpected("a tool outcome")),
         }
-        let result = match outcome {
-            Ok(v) => output_to_result(&v),
-            Err(message) => error_result(code::TOOL_ERROR, &message, &[]),
-        };
+        let result = tool_result(outcome);
         self.now = now_ms;
         if let Some(run) = &mut self.state.run {
             run.record(call_id, result);
@@ -431,6 +431,21 @@ impl Engine {
         }
         self.phase = Phase::Idle;
         self.persist(None, Vec::new());
+        Ok(())
+    }
+
+    /// The run gives up waiting for the tool of the `RunTool` step, which began and has not
+    /// finished (an abort while `execute` never settles): like a page that died mid-call, the
+    /// call is re-gated (unless its tool is idempotent) and the run ends. If the tool's result
+    /// arrives later, [`Engine::late_result`] keeps it.
+    pub fn abandon_tool(&mut self, call_id: &str, now_ms: u64) -> Result<(), EngineError> {
+        match &self.phase {
+            Phase::WaitingTool(id) if id == call_id => {}
+            _ => return Err(unexpected("an abandoned tool")),
+        }
+        self.phase = Phase::Idle;
+        self.now = now_ms;
+        self.recover(now_ms);
         Ok(())
     }
 
@@ -464,12 +479,17 @@ impl Engine {
                 });
             }
         }
+        let journal = self
+            .state
+            .run
+            .get_or_insert_with(|| RunJournal::new(tail.id.clone()));
         for (call_id, decision) in decisions {
-            if let Some(a) = entries
-                .iter_mut()
-                .find(|e| e.call_id == call_id)
-                .and_then(|e| e.approval.as_mut())
-            {
+            if let Some(e) = entries.iter_mut().find(|e| e.call_id == call_id) {
+                // The record is what lets the call run; the tail is what a UI reads.
+                journal.decide(&call_id, decision == Decision::Approve, &e.inputs);
+                let Some(a) = e.approval.as_mut() else {
+                    continue;
+                };
                 match decision {
                     Decision::Approve => {
                         a.state = ApprovalState::Approved;
@@ -495,8 +515,6 @@ impl Engine {
                     run.record(&e.call_id, rejection_text(reason));
                 }
             }
-        } else if self.state.run.is_none() {
-            self.state.run = Some(RunJournal::new(tail.id.clone()));
         }
         if let Some(t) = tail.tool_calls_mut() {
             *t = entries;
@@ -578,7 +596,7 @@ impl Engine {
         if let Some(run) = &mut self.state.run {
             run.started = None;
         }
-        let Some(mut tail) = self.state.tail.clone() else {
+        let Some(tail) = self.state.tail.clone() else {
             return false;
         };
         let idempotent = tail
@@ -590,18 +608,104 @@ impl Engine {
             self.persist(None, Vec::new());
             return true;
         }
-        if let Some(e) = tail
+        self.regate(&[call_id], REGATE_REASON, now_ms);
+        true
+    }
+
+    /// Makes these calls of the tail pending again with `reason`, forgetting their decisions,
+    /// and ends the run waiting for approval.
+    fn regate(&mut self, call_ids: &[String], reason: &str, now_ms: u64) {
+        let Some(mut tail) = self.state.tail.clone() else {
+            return;
+        };
+        let run = self
+            .state
+            .run
+            .get_or_insert_with(|| RunJournal::new(tail.id.clone()));
+        for e in tail
             .tool_calls_mut()
-            .and_then(|t| t.iter_mut().find(|e| e.call_id == call_id))
+            .into_iter()
+            .flatten()
+            .filter(|e| call_ids.contains(&e.call_id))
         {
-            e.approval = Some(Approval::pending(Some(REGATE_REASON.to_owned())));
+            e.approval = Some(Approval::pending(Some(reason.to_owned())));
+            run.gate(&e.call_id);
+            run.forget_decision(&e.call_id);
         }
         let token = self.resume_token(now_ms);
         tail.set_meta(META_RESUME_TOKEN, Value::String(token));
         self.replace_tail(tail);
-        self.outbox
-            .push_back(Step::Yield(Outcome::AwaitingApproval));
-        true
+        self.finish(Outcome::AwaitingApproval);
+    }
+
+    /// The result of a call whose attempt this engine gave up on (an abort while `execute`
+    /// never settled, or another tab taking over an expired lease) arrived after all. If the
+    /// call is still waiting for a new decision and has no result, the result is kept: the
+    /// call ran, with its approved inputs, and is no longer pending. Returns true when it
+    /// changed the thread (a `Persist` follows). Never runs anything.
+    pub fn late_result(
+        &mut self,
+        call_id: &str,
+        outcome: Result<Value, String>,
+        now_ms: u64,
+    ) -> Result<bool, EngineError> {
+        self.expect_idle()?;
+        let Some(mut tail) = self.state.tail.clone() else {
+            return Ok(false);
+        };
+        let Some(run) = self.state.run.as_mut() else {
+            return Ok(false);
+        };
+        if run.has_result(call_id) || run.started.is_some() {
+            return Ok(false);
+        }
+        let Some(e) = tail
+            .tool_calls_mut()
+            .and_then(|t| t.iter_mut().find(|e| e.call_id == call_id))
+            .filter(|e| e.is_pending())
+        else {
+            return Ok(false);
+        };
+        if let Some(a) = e.approval.as_mut() {
+            a.state = ApprovalState::Approved;
+        }
+        run.decide(call_id, true, &e.inputs);
+        run.record(call_id, tool_result(outcome));
+        self.now = now_ms;
+        self.replace_tail(tail);
+        Ok(true)
+    }
+
+    /// Replaces every recorded result longer than `max_len` bytes by a short error result
+    /// saying the tool ran but its result could not be stored (the browser's quota). Used when
+    /// a write with a tool's result fails for lack of space: the call ran, so it must not look
+    /// interrupted and be offered again. Returns true when something was replaced.
+    pub fn shrink_results(&mut self, max_len: usize) -> bool {
+        let mut changed = false;
+        if let Some(run) = self.state.run.as_mut() {
+            for r in run.results.iter_mut().filter(|r| r.result.len() > max_len) {
+                r.result = unstorable_result(r.result.len());
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// Stops the run in progress without writing anything: the state is kept as this view
+    /// last knew it (used when the stored state cannot even be read back).
+    pub fn stop(&mut self) {
+        self.phase = Phase::Idle;
+        self.outbox.clear();
+    }
+
+    /// True right after `poll` returned a `Persist` that is the last write of the run (the
+    /// run yields next, or ends with nothing more to do).
+    pub fn run_ends_after_write(&self) -> bool {
+        match self.outbox.front() {
+            Some(Step::Yield(_)) => true,
+            Some(_) => false,
+            None => matches!(self.phase, Phase::Idle),
+        }
     }
 
     // ----- internals --------------------------------------------------------------------
@@ -730,11 +834,13 @@ impl Engine {
                 Gate::Run => {}
                 Gate::Approval(reason) => {
                     entry.approval = Some(Approval::pending(reason));
+                    run.gate(&entry.call_id);
                     gated = true;
                 }
                 // Resolved by `policy_verdicts` before we get here; fail closed regardless.
                 Gate::AskPolicy => {
                     entry.approval = Some(Approval::pending(None));
+                    run.gate(&entry.call_id);
                     gated = true;
                 }
             }
@@ -759,6 +865,28 @@ impl Engine {
         let (Some(tail), Some(run)) = (self.state.tail.as_ref(), self.state.run.as_mut()) else {
             // Nothing to run (defensive: Running is only entered with a journal).
             self.phase = Phase::NeedModel;
+            return;
+        };
+        // A call that needs a decision runs only with an approving record for exactly its
+        // inputs; a tail that says otherwise was changed outside a decision: re-gate.
+        let undecided: Vec<String> = tail
+            .tool_calls()
+            .unwrap_or(&[])
+            .iter()
+            .filter(|e| !run.has_result(&e.call_id) && !is_rejected(e))
+            .filter(|e| e.approval.is_some() || run.is_gated(&e.call_id))
+            .filter(|e| {
+                e.approval_state() != Some(ApprovalState::Approved)
+                    || !run.approved_for(&e.call_id, &e.inputs)
+            })
+            .map(|e| e.call_id.clone())
+            .collect();
+        if !undecided.is_empty() {
+            let now = self.now;
+            self.regate(&undecided, UNRECORDED_REASON, now);
+            return;
+        }
+        let Some(run) = self.state.run.as_mut() else {
             return;
         };
         let mut awaiting_external = false;
@@ -827,7 +955,7 @@ fn is_rejected(e: &ToolEntry) -> bool {
 }
 
 fn unexpected(what: &str) -> EngineError {
-    EngineError::Busy(format!("the engine was not waiting for {what}"))
+    EngineError::Internal(format!("the engine was not waiting for {what}"))
 }
 
 /// The model's argument text as an object: `""` and `null` mean no arguments.
@@ -844,16 +972,33 @@ fn parse_arguments(raw: &str) -> Result<Map<String, Value>, String> {
 }
 
 /// Call ids must be unique within a message (decisions are keyed by them); a provider that
-/// sends none or repeats one gets a stable derived id.
+/// sends none, repeats one, or sends `__proto__` (which a plain JS object cannot hold as a
+/// key: `decisions[id] = …` would set its prototype) gets a stable derived id, itself checked
+/// against every id taken so far.
 fn unique_call_id(call: &ModelToolCall, index: usize, earlier: &[ToolEntry]) -> String {
-    let base = if call.id.is_empty() {
+    let taken = |id: &str| earlier.iter().any(|e| e.call_id == id);
+    let base = if call.id.is_empty() || call.id == "__proto__" {
         format!("call_{index}")
     } else {
         call.id.clone()
     };
-    if earlier.iter().any(|e| e.call_id == base) {
-        format!("{base}_{index}")
-    } else {
-        base
+    if !taken(&base) {
+        return base;
+    }
+    let mut n = index;
+    loop {
+        let id = format!("{base}_{n}");
+        if !taken(&id) {
+            return id;
+        }
+        n += 1;
+    }
+}
+
+/// A tool's outcome as its result string.
+fn tool_result(outcome: Result<Value, String>) -> String {
+    match outcome {
+        Ok(v) => output_to_result(&v),
+        Err(message) => error_result(code::TOOL_ERROR, &message, &[]),
     }
 }

@@ -23,12 +23,30 @@ pub fn rejection_text(reason: Option<&str>) -> String {
 pub const REGATE_REASON: &str = "The earlier attempt to run this tool was interrupted before it \
 finished, so it may or may not have taken effect. Check before approving it again.";
 
+/// The `approvalReason` of a call re-gated because the journal holds no decision for it, or
+/// one for other inputs: the stored thread was changed outside a decision call.
+pub const UNRECORDED_REASON: &str = "No decision for this call with these inputs was recorded, \
+so it was not run. Decide again.";
+
+/// The result of a call that ran but whose result could not be stored (storage quota).
+pub fn unstorable_result(len: usize) -> String {
+    error_result(
+        code::RESULT_NOT_STORED,
+        &format!(
+            "The tool ran, but its result ({len} bytes) could not be stored: the browser's \
+             storage quota is exhausted. Do not run it again to get the result."
+        ),
+        &[],
+    )
+}
+
 /// Stable codes of error results, as the model and the UI see them in `result`.
 pub mod code {
     pub const UNKNOWN_TOOL: &str = "unknown_tool";
     pub const PERMISSION_DENIED: &str = "tool_permission_denied";
     pub const INPUT_VALIDATION: &str = "input_validation";
     pub const TOOL_ERROR: &str = "tool_error";
+    pub const RESULT_NOT_STORED: &str = "result_not_stored";
 }
 
 /// A structured error result: `{"error":"<code>","message":"…"[,"details":[…]]}`.

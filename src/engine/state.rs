@@ -4,6 +4,7 @@
 use super::tools::ToolPolicies;
 use crate::thread::{Message, MessageId};
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// One finished call of a run: its result string as the model will see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -18,11 +19,29 @@ crate::json_object::deserialize_object!(CallResult, "struct CallResult" {
     result: String = "result" [required],
 });
 
+/// A human decision as `submit_decisions` recorded it, for exactly these inputs. A gated call
+/// runs only when the journal holds an approving record whose inputs equal the entry's: the
+/// `approval` fields of the stored tail are what a UI reads, never what lets a call run
+/// (docs/design.md, "The decision journal").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRecord {
+    pub call_id: String,
+    pub approved: bool,
+    pub inputs: Map<String, Value>,
+}
+
+crate::json_object::deserialize_object!(DecisionRecord, "struct DecisionRecord" {
+    call_id: String = "callId" [required],
+    approved: bool = "approved" [required],
+    inputs: Map<String, Value> = "inputs" [required],
+});
+
 /// The execution journal of the tail `tool_call` message while its calls are being decided,
 /// run or awaited. It lives in the thread record, beside the messages, so the message JSON stays
 /// exactly the documented shape. It exists from the moment the `tool_call` message is written
 /// until its `tool_call_result` message is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunJournal {
     /// The `tool_call` message this journal belongs to (always the tail while it exists).
@@ -33,12 +52,23 @@ pub struct RunJournal {
     /// in the same write as its result; found set on reload, it means the page died mid-call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started: Option<String>,
+    /// Calls that were gated when the message was written, or re-gated since: each needs an
+    /// approving [`DecisionRecord`] to run, whatever the tail says.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gated: Vec<String>,
+    /// The decisions made so far (last write wins per call).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<DecisionRecord>,
 }
 
+// `gated` and `decisions` are absent in schema 1 records: a call approved there has no
+// record, so it is re-gated rather than run (the safe reading of data we cannot vouch for).
 crate::json_object::deserialize_object!(RunJournal, "struct RunJournal" {
     call_message_id: MessageId = "callMessageId" [required],
     results: Vec<CallResult> = "results" [required],
     started: Option<String> = "started" [default],
+    gated: Vec<String> = "gated" [default],
+    decisions: Vec<DecisionRecord> = "decisions" [default],
 });
 
 impl RunJournal {
@@ -47,7 +77,41 @@ impl RunJournal {
             call_message_id,
             results: Vec::new(),
             started: None,
+            gated: Vec::new(),
+            decisions: Vec::new(),
         }
+    }
+
+    /// Records a decision (replacing an earlier one for the same call).
+    pub fn decide(&mut self, call_id: &str, approved: bool, inputs: &Map<String, Value>) {
+        self.forget_decision(call_id);
+        self.decisions.push(DecisionRecord {
+            call_id: call_id.to_owned(),
+            approved,
+            inputs: inputs.clone(),
+        });
+    }
+
+    pub fn forget_decision(&mut self, call_id: &str) {
+        self.decisions.retain(|d| d.call_id != call_id);
+    }
+
+    /// Marks a call as needing a recorded decision before it may run.
+    pub fn gate(&mut self, call_id: &str) {
+        if !self.gated.iter().any(|g| g == call_id) {
+            self.gated.push(call_id.to_owned());
+        }
+    }
+
+    pub fn is_gated(&self, call_id: &str) -> bool {
+        self.gated.iter().any(|g| g == call_id)
+    }
+
+    /// True when a decision call approved this call for exactly `inputs`.
+    pub fn approved_for(&self, call_id: &str, inputs: &Map<String, Value>) -> bool {
+        self.decisions
+            .iter()
+            .any(|d| d.call_id == call_id && d.approved && d.inputs == *inputs)
     }
 
     pub fn result(&self, call_id: &str) -> Option<&str> {

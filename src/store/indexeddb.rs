@@ -23,9 +23,11 @@
 
 mod js;
 
-use super::record::{MessageRow, Snapshot, StoreError, ThreadRecord, plan_commit};
+use super::ownership::{Writer, plan_release, plan_renew};
+use super::record::{MessageRow, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
 use crate::engine::Commit;
 use js::Tx;
+use std::cell::RefCell;
 use wasm_bindgen::JsValue;
 
 /// The IndexedDB version of the schema above. Later versions add their upgrade step to
@@ -37,8 +39,9 @@ const MESSAGES: &str = "messages";
 /// A connection to one Gatehouse database. Handles on the same database (in this page or in
 /// other tabs) see each other's commits; a commit made from an older version is a conflict.
 pub struct IndexedDbStore {
-    /// The `IDBDatabase`.
-    db: JsValue,
+    /// The `IDBDatabase`; replaced by a new connection when another one's version change (a
+    /// delete, an upgrade) closed it.
+    db: RefCell<JsValue>,
     name: String,
 }
 
@@ -55,19 +58,8 @@ impl IndexedDbStore {
     /// (some private modes), a newer database version written by a later release, a refused
     /// open — is `Unavailable`.
     pub async fn open(database: &str) -> Result<Self, StoreError> {
-        let db = js::open(database, DB_VERSION).await?;
-        if let Some(missing) = [THREADS, MESSAGES]
-            .into_iter()
-            .find(|s| !js::has_store(&db, s))
-        {
-            js::close(&db);
-            return Err(StoreError::Unavailable(format!(
-                "database {database:?} (version {DB_VERSION}) is not a Gatehouse database: \
-                 it has no {missing:?} object store"
-            )));
-        }
         Ok(IndexedDbStore {
-            db,
+            db: RefCell::new(connect(database).await?),
             name: database.to_owned(),
         })
     }
@@ -80,7 +72,7 @@ impl IndexedDbStore {
     /// The thread's record and tail message; a thread never written is version 0 with no
     /// tail. Two gets, whatever the thread's length.
     pub async fn load(&self, thread_id: &str, now_ms: f64) -> Result<Snapshot, StoreError> {
-        let tx = self.begin(false)?;
+        let tx = self.begin(false).await?;
         let Some(record) = get_record(&tx, thread_id).await? else {
             return Ok(Snapshot {
                 record: ThreadRecord::new(thread_id, now_ms),
@@ -107,12 +99,17 @@ impl IndexedDbStore {
         thread_id: &str,
         expected_version: u64,
         commit: &Commit,
+        writer: &Writer,
         now_ms: f64,
     ) -> Result<ThreadRecord, StoreError> {
-        let tx = self.begin(true)?;
+        let tx = self.begin(true).await?;
         let current = get_record(&tx, thread_id)
             .await?
             .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms));
+        let row_after_tail = !commit.append.is_empty()
+            && get_row(&tx, thread_id, current.message_count + 1)
+                .await?
+                .is_some();
         // Like the memory store: an unreadable tail has no id, so rewriting it is refused.
         let tail_id = match (&commit.replace_tail, current.message_count) {
             (Some(_), n) if n > 0 => get_row(&tx, thread_id, n).await?.and_then(|v| {
@@ -121,13 +118,12 @@ impl IndexedDbStore {
             }),
             _ => None,
         };
-        let plan = match plan_commit(
-            &current,
-            tail_id.as_deref(),
-            expected_version,
-            commit,
-            now_ms,
-        ) {
+        let stored = Stored {
+            record: &current,
+            tail_id: tail_id.as_deref(),
+            row_after_tail,
+        };
+        let plan = match plan_commit(stored, expected_version, commit, writer, now_ms) {
             Ok(plan) => plan,
             Err(e) => {
                 // Nothing was written; wait for the rollback so the caller's next read is
@@ -148,6 +144,38 @@ impl IndexedDbStore {
         Ok(plan.record)
     }
 
+    /// Extends `owner`'s lease to `until` (no version bump); false when the lease is no longer
+    /// `owner`'s.
+    pub async fn renew(&self, thread_id: &str, owner: &str, until: f64) -> Result<bool, StoreError> {
+        let tx = self.begin_records(true).await?;
+        let Some(current) = get_record(&tx, thread_id).await? else {
+            return Ok(false);
+        };
+        match plan_renew(&current, owner, until)? {
+            Some(r) => {
+                tx.put(THREADS, &js::record_to_js(&r)?)?;
+                tx.commit().await?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Clears `owner`'s lease if the record still has it (no version bump).
+    pub async fn release(&self, thread_id: &str, owner: &str) -> Result<(), StoreError> {
+        let tx = self.begin_records(true).await?;
+        let Some(current) = get_record(&tx, thread_id).await? else {
+            return Ok(());
+        };
+        match plan_release(&current, owner) {
+            Some(r) => {
+                tx.put(THREADS, &js::record_to_js(&r)?)?;
+                tx.commit().await
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Up to `limit` messages before `before_seq` (exclusive; `None` = from the tail), oldest
     /// first. Reads the record and one key range of at most `limit` rows.
     pub async fn page(
@@ -156,7 +184,7 @@ impl IndexedDbStore {
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
-        let tx = self.begin(false)?;
+        let tx = self.begin(false).await?;
         let Some(record) = get_record(&tx, thread_id).await? else {
             return Ok(Vec::new());
         };
@@ -185,25 +213,25 @@ impl IndexedDbStore {
         Ok(rows)
     }
 
-    /// Every stored thread record, by id.
+    /// Every readable thread record, by id. A record that cannot be read (damaged, or not a
+    /// Gatehouse record) is left out rather than failing the whole list.
     pub async fn list(&self) -> Result<Vec<ThreadRecord>, StoreError> {
-        let tx = Tx::begin(&self.db, &[THREADS], false)?;
+        let tx = self.begin_records(false).await?;
         let values = tx.get_all(THREADS, None).await?;
-        values
+        Ok(values
             .iter()
-            .map(|v| {
+            .filter_map(|v| {
                 let id = js_sys::Reflect::get(&v, &JsValue::from_str("id"))
                     .ok()
-                    .and_then(|id| id.as_string())
-                    .unwrap_or_default();
-                js::record_from_js(&id, v)
+                    .and_then(|id| id.as_string())?;
+                js::record_from_js(&id, v).ok()
             })
-            .collect()
+            .collect())
     }
 
     /// Deletes a thread: its record and all its messages, in one transaction.
     pub async fn delete(&self, thread_id: &str) -> Result<(), StoreError> {
-        let tx = self.begin(true)?;
+        let tx = self.begin(true).await?;
         tx.delete(THREADS, &JsValue::from_str(thread_id), None)?;
         tx.delete(
             MESSAGES,
@@ -220,15 +248,50 @@ impl IndexedDbStore {
     }
 
     /// A transaction over both stores.
-    fn begin(&self, readwrite: bool) -> Result<Tx, StoreError> {
-        Tx::begin(&self.db, &[THREADS, MESSAGES], readwrite)
+    async fn begin(&self, readwrite: bool) -> Result<Tx, StoreError> {
+        self.begin_on(&[THREADS, MESSAGES], readwrite).await
+    }
+
+    /// A transaction over the thread records only.
+    async fn begin_records(&self, readwrite: bool) -> Result<Tx, StoreError> {
+        self.begin_on(&[THREADS], readwrite).await
+    }
+
+    /// A transaction; when the connection was closed by another one's version change, one
+    /// new connection is opened first (the database may be gone or newer: then that fails).
+    async fn begin_on(&self, stores: &[&str], readwrite: bool) -> Result<Tx, StoreError> {
+        let first = Tx::begin(&self.db.borrow(), stores, readwrite);
+        match first {
+            Err(StoreError::Unavailable(_)) => {
+                let fresh = connect(&self.name).await?;
+                js::close(&self.db.replace(fresh));
+                Tx::begin(&self.db.borrow(), stores, readwrite)
+            }
+            other => other,
+        }
     }
 }
 
 impl Drop for IndexedDbStore {
     fn drop(&mut self) {
-        js::close(&self.db);
+        js::close(&self.db.borrow());
     }
+}
+
+/// A connection to a Gatehouse database (one with both object stores).
+async fn connect(database: &str) -> Result<JsValue, StoreError> {
+    let db = js::open(database, DB_VERSION).await?;
+    if let Some(missing) = [THREADS, MESSAGES]
+        .into_iter()
+        .find(|s| !js::has_store(&db, s))
+    {
+        js::close(&db);
+        return Err(StoreError::Unavailable(format!(
+            "database {database:?} (version {DB_VERSION}) is not a Gatehouse database: \
+             it has no {missing:?} object store"
+        )));
+    }
+    Ok(db)
 }
 
 fn missing(thread_id: &str, seq: u64) -> StoreError {

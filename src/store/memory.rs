@@ -2,7 +2,8 @@
 //! conflicts, paging). Stores with the same database name share their data within one
 //! JS realm (or one native thread), so two agents on one thread see each other.
 
-use super::record::{MessageRow, Snapshot, StoreError, ThreadRecord, plan_commit};
+use super::ownership::{Writer, plan_release, plan_renew};
+use super::record::{MessageRow, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
 use crate::engine::Commit;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -74,8 +75,13 @@ impl MemoryStore {
             .record
             .clone()
             .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms));
-        let tail = match t.rows.last() {
-            Some(row) => Some(row.message()?),
+        let tail = match (record.message_count as usize).checked_sub(1) {
+            Some(i) => Some(
+                t.rows
+                    .get(i)
+                    .ok_or_else(|| StoreError::Corrupt(format!("message {} is missing", i + 1)))?
+                    .message()?,
+            ),
             None => None,
         };
         Ok(Snapshot { record, tail })
@@ -86,6 +92,7 @@ impl MemoryStore {
         thread_id: &str,
         expected_version: u64,
         commit: &Commit,
+        writer: &Writer,
         now_ms: f64,
     ) -> Result<ThreadRecord, StoreError> {
         let mut db = self.db.borrow_mut();
@@ -98,18 +105,17 @@ impl MemoryStore {
             .record
             .clone()
             .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms));
-        let tail_id = t
-            .rows
-            .last()
+        let tail_id = (current.message_count as usize)
+            .checked_sub(1)
+            .and_then(|i| t.rows.get(i))
             .and_then(|r| r.message().ok())
             .map(|m| m.id.to_string());
-        let plan = plan_commit(
-            &current,
-            tail_id.as_deref(),
-            expected_version,
-            commit,
-            now_ms,
-        )?;
+        let stored = Stored {
+            record: &current,
+            tail_id: tail_id.as_deref(),
+            row_after_tail: t.rows.len() as u64 > current.message_count,
+        };
+        let plan = plan_commit(stored, expected_version, commit, writer, now_ms)?;
         for row in plan.rows {
             let i = (row.seq - 1) as usize;
             if i < t.rows.len() {
@@ -120,6 +126,33 @@ impl MemoryStore {
         }
         t.record = Some(plan.record.clone());
         Ok(plan.record)
+    }
+
+    /// Extends `owner`'s lease to `until`; false when the lease is no longer `owner`'s.
+    pub fn renew(&self, thread_id: &str, owner: &str, until: f64) -> Result<bool, StoreError> {
+        let mut db = self.db.borrow_mut();
+        let Some(t) = find(&db, thread_id).ok().map(|i| &mut db[i].1) else {
+            return Ok(false);
+        };
+        let Some(current) = &t.record else {
+            return Ok(false);
+        };
+        let renewed = plan_renew(current, owner, until)?;
+        let ok = renewed.is_some();
+        if renewed.is_some() {
+            t.record = renewed;
+        }
+        Ok(ok)
+    }
+
+    /// Clears `owner`'s lease, if the record still has it.
+    pub fn release(&self, thread_id: &str, owner: &str) {
+        let mut db = self.db.borrow_mut();
+        if let Some(t) = find(&db, thread_id).ok().map(|i| &mut db[i].1) {
+            if let Some(r) = t.record.as_ref().and_then(|r| plan_release(r, owner)) {
+                t.record = Some(r);
+            }
+        }
     }
 
     /// Up to `limit` messages before `before_seq` (exclusive; `None` = from the tail), oldest

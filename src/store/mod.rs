@@ -4,11 +4,17 @@
 #[cfg(target_arch = "wasm32")]
 pub mod indexeddb;
 pub mod memory;
+pub mod ownership;
 mod record;
 
 #[cfg(target_arch = "wasm32")]
 pub use indexeddb::IndexedDbStore;
 pub use memory::MemoryStore;
+pub use ownership::{
+    Admission, LEASE_MS, Lease, LockAttempt, LockProbe, Owner, RENEW_MS, Writer, admit, judge,
+    must_recover,
+};
 pub use record::{
-    CommitPlan, MessageRow, SCHEMA_VERSION, Snapshot, StoreError, ThreadRecord, plan_commit,
+    CommitPlan, MessageRow, SCHEMA_VERSION, Snapshot, StoreError, Stored, ThreadRecord,
+    check_writable, plan_commit,
 };

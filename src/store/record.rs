@@ -2,14 +2,19 @@
 //! a version counter) plus its messages keyed by `(thread, seq)`. Pure: both the IndexedDB and
 //! the memory store plan their writes with [`plan_commit`], so they behave the same.
 
+use super::ownership::{Lease, Writer};
 use crate::engine::{Commit, RunJournal, ThreadState, ToolPolicies};
 use crate::thread::Message;
 use serde::Serialize;
 use std::fmt;
 
 /// Bumped whenever the stored shape changes; older records stay readable (tests read frozen
-/// fixtures of every version in `tests/fixtures/store/`).
-pub const SCHEMA_VERSION: u32 = 1;
+/// fixtures of every version in `tests/fixtures/store/`). A record of a later version is read
+/// for the fields this release knows but never written: its writer may rely on fields (a
+/// lease, a journal) that this release would drop or ignore.
+///
+/// 2: the run lease (`lease`) and the decision journal (`run.gated`, `run.decisions`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -31,6 +36,8 @@ pub struct ThreadRecord {
     /// written after 0.1.0; absent in older ones (read as 0).
     #[serde(default)]
     pub pending_approvals: u32,
+    /// The agent running this thread now, if any (docs/design.md, "Run ownership").
+    pub lease: Option<Lease>,
 }
 
 // Fields a record of an older format lacks take their defaults.
@@ -45,6 +52,7 @@ crate::json_object::deserialize_object!(ThreadRecord, "struct ThreadRecord" {
     policies: ToolPolicies = "policies" [default],
     run: Option<RunJournal> = "run" [default],
     pending_approvals: u32 = "pendingApprovals" [default],
+    lease: Option<Lease> = "lease" [default],
 });
 
 impl ThreadRecord {
@@ -61,6 +69,7 @@ impl ThreadRecord {
             policies: ToolPolicies::new(),
             run: None,
             pending_approvals: 0,
+            lease: None,
         }
     }
 }
@@ -117,6 +126,12 @@ pub enum StoreError {
     Unavailable(String),
     /// Stored data could not be read back.
     Corrupt(String),
+    /// Another live agent (another tab, or another `Agent` in this page) is running the thread.
+    Owned {
+        owner: String,
+    },
+    /// The record was written by a newer release (this schema version): read only here.
+    Newer(u32),
     Other(String),
 }
 
@@ -124,14 +139,19 @@ impl StoreError {
     pub fn code(&self) -> &'static str {
         match self {
             StoreError::Conflict { .. } => "conflict",
-            _ => "storage",
+            StoreError::Owned { .. } => "busy",
+            StoreError::Quota(_)
+            | StoreError::Unavailable(_)
+            | StoreError::Corrupt(_)
+            | StoreError::Newer(_)
+            | StoreError::Other(_) => "storage",
         }
     }
 
     pub fn retryable(&self) -> bool {
         matches!(
             self,
-            StoreError::Conflict { .. } | StoreError::Unavailable(_)
+            StoreError::Conflict { .. } | StoreError::Unavailable(_) | StoreError::Owned { .. }
         )
     }
 }
@@ -147,6 +167,15 @@ impl fmt::Display for StoreError {
             StoreError::Quota(m) => write!(f, "storage quota exceeded: {m}"),
             StoreError::Unavailable(m) => write!(f, "storage unavailable: {m}"),
             StoreError::Corrupt(m) => write!(f, "stored data is corrupt: {m}"),
+            StoreError::Owned { .. } => f.write_str(
+                "another tab or agent is running this thread right now; nothing was written. \
+                 Try again when it has finished",
+            ),
+            StoreError::Newer(v) => write!(
+                f,
+                "this thread was written by a newer release of Gatehouse (schema {v}); this \
+                 release (schema {SCHEMA_VERSION}) reads it but does not change it"
+            ),
             StoreError::Other(m) => write!(f, "storage error: {m}"),
         }
     }
@@ -154,20 +183,53 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
-/// Plans a commit made from `expected_version` against the `current` record. Refuses it with
-/// `Conflict` when the thread moved on, and when a tail rewrite does not name the stored tail.
+/// What a store read inside the write's transaction, for [`plan_commit`].
+#[derive(Debug, Clone, Copy)]
+pub struct Stored<'a> {
+    pub record: &'a ThreadRecord,
+    /// The `__id` of the row at `messageCount` (`None`: no tail, or unreadable).
+    pub tail_id: Option<&'a str>,
+    /// A row exists at `messageCount + 1`: the count was lowered outside Gatehouse, and an
+    /// append would overwrite a message.
+    pub row_after_tail: bool,
+}
+
+/// Refuses any write to a record of a later schema version.
+pub fn check_writable(current: &ThreadRecord) -> Result<(), StoreError> {
+    if current.schema_version > SCHEMA_VERSION {
+        return Err(StoreError::Newer(current.schema_version));
+    }
+    Ok(())
+}
+
+/// Plans a commit made from `expected_version` by `writer` against the stored record. Refuses
+/// it with `Conflict` when the thread moved on or a tail rewrite does not name the stored tail,
+/// with `Owned` while another agent's lease is live (see [`Writer::may_write`]), with `Newer`
+/// for a record of a later release, and with `Corrupt` when an append would overwrite a row.
+/// The record written carries the writer's lease (`None` ends it).
 pub fn plan_commit(
-    current: &ThreadRecord,
-    stored_tail_id: Option<&str>,
+    stored: Stored<'_>,
     expected_version: u64,
     commit: &Commit,
+    writer: &Writer,
     now_ms: f64,
 ) -> Result<CommitPlan, StoreError> {
+    let current = stored.record;
+    let stored_tail_id = stored.tail_id;
+    check_writable(current)?;
     if current.version != expected_version {
         return Err(StoreError::Conflict {
             expected: expected_version,
             found: current.version,
         });
+    }
+    writer.may_write(current.lease.as_ref(), now_ms)?;
+    if stored.row_after_tail && !commit.append.is_empty() {
+        return Err(StoreError::Corrupt(format!(
+            "a message exists after message {} although the thread record counts {}: the \
+             record was changed outside Gatehouse. Nothing was written",
+            current.message_count, current.message_count
+        )));
     }
     let mut record = current.clone();
     let mut rows = Vec::with_capacity(commit.append.len() + 1);
@@ -207,5 +269,6 @@ pub fn plan_commit(
     record.updated_at = now_ms;
     record.policies = commit.policies.clone();
     record.run = commit.run.clone();
+    record.lease = writer.lease.clone();
     Ok(CommitPlan { record, rows })
 }

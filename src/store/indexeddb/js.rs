@@ -27,19 +27,35 @@ const factory = () => {
   if (f == null) throw "The `indexedDB` getter returned `null` or `undefined`";
   return f;
 };
-export function gh_idb_open(name, version) {
-  return run(() => {
+export function gh_idb_open(name, version, ms) {
+  return new Promise((ok, fail) => {
+    let settled = false;
     const r = factory().open(name, version);
+    // An open waits for as long as another connection blocks a version change ahead of it:
+    // give up after `ms` (a connection that arrives later is closed at once).
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      fail({ name: "TimeoutError", message: `opening the IndexedDB database "${name}" did not finish within ${ms} ms: another tab or connection is blocking a version change of it. Close or reload the other tabs of this site` });
+    }, ms);
     r.onupgradeneeded = (e) => {
       if (e.oldVersion < 1) {
         r.result.createObjectStore("threads", { keyPath: "id" });
         r.result.createObjectStore("messages", { keyPath: ["thread", "seq"] });
       }
     };
-    return r;
-  }).then((db) => {
-    db.onversionchange = () => db.close();
-    return db;
+    r.onsuccess = () => {
+      clearTimeout(timer);
+      const db = r.result;
+      if (settled) { db.close(); return; }
+      settled = true;
+      db.onversionchange = () => db.close();
+      ok(db);
+    };
+    r.onerror = () => {
+      clearTimeout(timer);
+      if (!settled) { settled = true; fail(r.error); }
+    };
   });
 }
 export function gh_idb_has_store(db, name) { return db.objectStoreNames.contains(name); }
@@ -66,7 +82,8 @@ export function gh_idb_finish(tx, commit) {
 export function gh_idb_drop(tx) { try { tx.abort(); } catch (_) {} }
 "#)]
 extern "C" {
-    fn gh_idb_open(name: &str, version: u32) -> Promise;
+    #[wasm_bindgen(catch)]
+    fn gh_idb_open(name: &str, version: u32, ms: u32) -> Result<Promise, JsValue>;
     fn gh_idb_has_store(db: &JsValue, name: &str) -> bool;
     fn gh_idb_close(db: &JsValue);
     fn gh_idb_delete_db(name: &str) -> Promise;
@@ -82,11 +99,13 @@ extern "C" {
     fn gh_idb_drop(tx: &JsValue);
 }
 
+/// How long an open may wait behind another connection's version change.
+const OPEN_TIMEOUT_MS: u32 = 5_000;
+
 /// Opens (creating or upgrading) a database: the `IDBDatabase`. Failures are the DOM's.
 pub(super) async fn open(name: &str, version: u32) -> Result<JsValue, StoreError> {
-    JsFuture::from(gh_idb_open(name, version))
-        .await
-        .map_err(|e| open_error(&e))
+    let request = gh_idb_open(name, version, OPEN_TIMEOUT_MS).map_err(|e| open_error(&e))?;
+    JsFuture::from(request).await.map_err(|e| open_error(&e))
 }
 
 pub(super) fn has_store(db: &JsValue, name: &str) -> bool {
