@@ -11,12 +11,15 @@ use wasm_bindgen_futures::JsFuture;
 
 #[wasm_bindgen(inline_js = r#"
 const api = () => globalThis.navigator && globalThis.navigator.locks;
-export function gh_lock_try(name) {
+export function gh_lock_try(name, waitMs) {
   const locks = api();
   if (!locks) return Promise.resolve(null);
   return new Promise((granted, failed) => {
-    locks.request(name, { ifAvailable: true }, (lock) =>
-      lock ? new Promise((release) => granted(release)) : granted(false)).catch(failed);
+    const hold = (lock) => lock ? new Promise((release) => granted(release)) : granted(false);
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(), waitMs);
+    locks.request(name, { signal: stop.signal }, (lock) => { clearTimeout(timer); return hold(lock); })
+      .catch((e) => (e && e.name === "AbortError" ? granted(false) : failed(e)));
   });
 }
 export function gh_lock_probe(name) {
@@ -30,7 +33,7 @@ export function gh_every(ms, f) {
 }
 "#)]
 extern "C" {
-    fn gh_lock_try(name: &str) -> Promise;
+    fn gh_lock_try(name: &str, wait_ms: f64) -> Promise;
     fn gh_lock_probe(name: &str) -> Promise;
     fn gh_every(ms: f64, f: &Closure<dyn FnMut()>) -> Function;
 }
@@ -59,9 +62,14 @@ pub enum Attempt {
     Unsupported,
 }
 
-/// Takes the lock if nobody holds it; never waits for it.
+/// How long a run waits for the lock. A lock is released a moment after its holder lets it
+/// go (the browser's lock manager answers asynchronously), so a run that starts right after
+/// another one ended waits that moment; a run of another tab that goes on longer is `busy`.
+const LOCK_WAIT_MS: f64 = 2_000.0;
+
+/// Takes the lock, waiting at most [`LOCK_WAIT_MS`] for it.
 pub async fn try_hold(name: &str) -> Attempt {
-    match JsFuture::from(gh_lock_try(name)).await {
+    match JsFuture::from(gh_lock_try(name, LOCK_WAIT_MS)).await {
         Ok(v) if v.is_null() => Attempt::Unsupported,
         Ok(v) => match v.dyn_into::<Function>() {
             Ok(release) => Attempt::Held(Held(Some(release))),
@@ -74,7 +82,10 @@ pub async fn try_hold(name: &str) -> Attempt {
 
 /// Whether somebody holds the lock, without taking it.
 pub async fn probe(name: &str) -> LockProbe {
-    match JsFuture::from(gh_lock_probe(name)).await.map(|v| v.as_bool()) {
+    match JsFuture::from(gh_lock_probe(name))
+        .await
+        .map(|v| v.as_bool())
+    {
         Ok(Some(true)) => LockProbe::Held,
         Ok(Some(false)) => LockProbe::Free,
         _ => LockProbe::Unsupported,

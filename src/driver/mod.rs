@@ -10,9 +10,14 @@ pub mod store;
 pub mod tools;
 
 use crate::engine::{
-    Engine, EngineConfig, Outcome, PolicyVerdict, Step, ThreadState, ToolPolicy, ToolSet,
+    Engine, EngineConfig, EngineError, Outcome, PolicyVerdict, Step, ThreadState, ToolPolicy,
+    ToolSet,
 };
 use crate::providers::ToolDef;
+use crate::store::{
+    Admission, LEASE_MS, Lease, LockAttempt, LockProbe, Owner, RENEW_MS, Snapshot, StoreError,
+    Writer, admit, judge, must_recover,
+};
 use crate::thread::Message;
 use error::AgentError;
 use events::Emitter;
@@ -29,9 +34,14 @@ pub struct Session {
     pub store: Store,
     /// The Web Locks name of this thread (database + thread id).
     lock: String,
+    /// This agent's id in run leases (random per `Agent`).
+    me: String,
     pub engine: Engine,
     /// The stored version this view was read at (optimistic concurrency).
     pub version: u64,
+    /// The lease of another agent in the record this view was read from, and whether the Web
+    /// Lock said its owner was alive then (`status()` reports "running" while it is).
+    others: Option<(Lease, bool)>,
     pub message_count: u64,
     pub model: ModelHandle,
     pub instructions: Option<String>,
@@ -53,6 +63,10 @@ pub enum Input {
     ToolResults(Value),
     Retry,
     SetPolicy(String, ToolPolicy),
+    /// Re-gate a call a dead run left "started" (on open).
+    Recover,
+    /// The result of a call this agent gave up waiting for (see `Engine::late_result`).
+    LateResult(String, Result<Value, String>),
 }
 
 #[derive(Clone, Default)]
@@ -75,26 +89,27 @@ fn now() -> f64 {
     js_sys::Date::now()
 }
 
-/// Opens a thread: reads its record and tail only, then re-gates a call whose execution
-/// was cut off by a closed page (SPEC §4).
+/// Opens a thread: reads its record and tail only, then re-gates a call whose execution was
+/// cut off by a closed page (SPEC §4) — unless a live run elsewhere owns it (docs/design.md,
+/// "Run ownership"). Never fails with `conflict`: a thread that moves on meanwhile is read again.
 pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
     let snap = o.store.load(&o.thread_id, now()).await?;
     let specs = o.tools.iter().map(|t| t.spec.clone()).collect();
     let machine = (js_sys::Math::random() * 1024.0) as u64;
     let engine = Engine::new(ToolSet::new(specs), o.config, snap.state(), machine);
     let lock = locks::lock_name(o.store.name(), &o.thread_id);
-    let running_elsewhere = snap
-        .record
-        .run
-        .as_ref()
-        .is_some_and(|r| r.started.is_some())
-        && locks::held_elsewhere(&lock).await;
+    let me = format!(
+        "agent_{:012x}",
+        (js_sys::Math::random() * 281_474_976_710_656.0) as u64
+    );
     let session = Rc::new(RefCell::new(Session {
         lock,
+        me,
         thread_id: o.thread_id,
         store: o.store,
         engine,
         version: snap.record.version,
+        others: None,
         message_count: snap.record.message_count,
         model: o.model,
         instructions: o.instructions,
@@ -103,12 +118,101 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
         history: None,
         running: false,
     }));
-    // A call still executing in another tab is not re-gated from here.
-    let recovered = !running_elsewhere && session.borrow_mut().engine.recover(now() as u64);
-    if recovered {
-        drive(&session, &RunOptions::default()).await?;
+    let mut snap = snap;
+    for _ in 0..3 {
+        let probe = observe(&session, &snap).await;
+        let me = session.borrow().me.clone();
+        if !must_recover(&snap.record, &me, now(), probe) {
+            break;
+        }
+        match run(&session, Input::Recover, &RunOptions::default()).await {
+            // Read again and judge again: the thread moved on while we looked.
+            Err(e) if e.code() == "conflict" => {
+                snap = session
+                    .borrow()
+                    .store
+                    .load(&session.borrow().thread_id, now())
+                    .await?;
+            }
+            // A live run elsewhere took it meanwhile: leave it to that run.
+            Err(e) if e.code() == "busy" => break,
+            Err(e) => return Err(e),
+            Ok(_) => break,
+        }
     }
     Ok(session)
+}
+
+/// Takes `snap` as the view (when it is newer) and notes another agent's lease in it, asking
+/// the Web Lock whether that owner is alive. Returns what the lock said.
+async fn observe(s: &Shared, snap: &Snapshot) -> LockProbe {
+    let (lock, me) = {
+        let g = s.borrow();
+        (g.lock.clone(), g.me.clone())
+    };
+    let probe = match &snap.record.lease {
+        Some(l) if l.owner == me => LockProbe::Unsupported,
+        None if !snap
+            .record
+            .run
+            .as_ref()
+            .is_some_and(|r| r.started.is_some()) =>
+        {
+            LockProbe::Unsupported
+        }
+        _ => locks::probe(&lock).await,
+    };
+    let mut g = s.borrow_mut();
+    if snap.record.version != g.version {
+        take(&mut g, snap);
+    }
+    g.others = snap
+        .record
+        .lease
+        .clone()
+        .filter(|l| l.owner != me)
+        .map(|l| {
+            let alive = matches!(judge(Some(&l), &me, now(), probe), Owner::Live(_));
+            (l, alive)
+        });
+    probe
+}
+
+/// The view becomes `snap`.
+fn take(g: &mut Session, snap: &Snapshot) {
+    g.engine.reset(snap.state());
+    g.version = snap.record.version;
+    g.message_count = snap.record.message_count;
+    g.history = None;
+}
+
+/// True while another agent (another tab, or another `Agent` in this page) runs the thread,
+/// as far as this view knows.
+pub fn running_elsewhere(s: &Session) -> bool {
+    match &s.others {
+        Some((l, alive)) if l.locked => *alive,
+        Some((l, _)) => l.until > now(),
+        None => false,
+    }
+}
+
+/// True when an agent (in any tab) is running this thread now, judged from its record and the
+/// Web Lock.
+pub async fn record_running(database: &str, record: &crate::store::ThreadRecord) -> bool {
+    let Some(lease) = record.lease.as_ref() else {
+        return false;
+    };
+    let probe = if lease.locked {
+        locks::probe(&locks::lock_name(database, &record.id)).await
+    } else {
+        LockProbe::Unsupported
+    };
+    matches!(judge(Some(lease), "", now(), probe), Owner::Live(_))
+}
+
+/// Whether this agent is running a call now.
+pub fn running_here(s: &Session) -> bool {
+    s.running
 }
 
 /// Clears `running` however the run ends.
@@ -123,6 +227,11 @@ impl Drop for RunningGuard {
 }
 
 /// Runs one input to its end. `Ok(None)` when the input ends without a yield (policies).
+///
+/// Run ownership (docs/design.md): the run takes the thread's Web Lock without waiting (where
+/// there are Web Locks), reads the record again, and goes on only if no other live agent owns
+/// the thread and the view is current; its writes carry its lease, its last write clears it.
+/// A refused run writes nothing and sends nothing.
 pub async fn run(
     s: &Shared,
     input: Input,
@@ -131,13 +240,45 @@ pub async fn run(
     {
         let mut g = s.borrow_mut();
         if g.running {
-            return Err(AgentError::Engine(crate::engine::EngineError::Busy(
+            return Err(AgentError::Engine(EngineError::Busy(
                 "another call is still running on this agent; await it first".into(),
             )));
         }
         g.running = true;
     }
     let _guard = RunningGuard(s.clone());
+    let (store, thread, lock_name, me) = {
+        let g = s.borrow();
+        (
+            g.store.clone(),
+            g.thread_id.clone(),
+            g.lock.clone(),
+            g.me.clone(),
+        )
+    };
+    let (held, attempt) = match locks::try_hold(&lock_name).await {
+        locks::Attempt::Held(h) => (Some(h), LockAttempt::Held),
+        locks::Attempt::Taken => (None, LockAttempt::Taken),
+        locks::Attempt::Unsupported => (None, LockAttempt::Unsupported),
+    };
+    let snap = store.load(&thread, now()).await?;
+    let admission = admit(&snap.record, s.borrow().version, &me, attempt, now());
+    match admission {
+        Admission::Go => {}
+        Admission::Busy => {
+            drop(held);
+            observe(s, &snap).await;
+            let owner = snap.record.lease.map(|l| l.owner).unwrap_or_default();
+            return Err(AgentError::Store(StoreError::Owned { owner }));
+        }
+        Admission::Stale => {
+            let mut g = s.borrow_mut();
+            let (expected, found) = (g.version, snap.record.version);
+            take(&mut g, &snap);
+            return Err(AgentError::Store(StoreError::Conflict { expected, found }));
+        }
+    }
+    s.borrow_mut().others = None;
     {
         let mut g = s.borrow_mut();
         let t = now() as u64;
@@ -147,23 +288,90 @@ pub async fn run(
             Input::ToolResults(v) => g.engine.submit_tool_results(&v, t)?,
             Input::Retry => g.engine.retry(t)?,
             Input::SetPolicy(name, p) => g.engine.set_tool_policy(&name, p)?,
+            Input::Recover => {
+                g.engine.recover(t);
+            }
+            Input::LateResult(call_id, outcome) => {
+                g.engine.late_result(&call_id, outcome, t)?;
+            }
         }
     }
-    let result = drive(s, opts).await;
-    if result.is_err() && s.borrow().engine.is_running() {
-        // Never leave the engine mid-run after an error: take the stored state again.
-        let _ = reload(s).await;
+    // The owner renews its lease while a step is under way (a lease written without a Web
+    // Lock is all another tab can judge it by).
+    let renewal = {
+        let (store, thread, me) = (store.clone(), thread.clone(), me.clone());
+        locks::Every::new(RENEW_MS, move || {
+            let (store, thread, me) = (store.clone(), thread.clone(), me.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let _ = store.renew(&thread, &me, now() + LEASE_MS).await;
+            });
+        })
+    };
+    let owner = Ownership {
+        me: me.clone(),
+        lock_held: held.is_some(),
+    };
+    let result = drive(s, opts, &owner).await;
+    drop(renewal);
+    if result.is_err() {
+        // A run that fails after a write may leave its lease behind: clear it (the stored
+        // thread is otherwise as the last successful write left it).
+        let _ = store.release(&thread, &me).await;
+        if s.borrow().engine.is_running() && reload(s).await.is_err() {
+            // The stored state cannot even be read: stop, keeping the last known view, so
+            // that the next call reports the storage error again instead of `busy`.
+            s.borrow_mut().engine.stop();
+        }
     }
+    drop(held);
     result
 }
 
-async fn drive(s: &Shared, opts: &RunOptions) -> Result<Option<Outcome>, AgentError> {
+/// Who the current run is, for its writes.
+struct Ownership {
+    me: String,
+    lock_held: bool,
+}
+
+/// The late result of a call this agent gave up waiting for: kept if the call still waits
+/// for a new decision (never refused for being late), else dropped with a warning.
+async fn late_result(s: Shared, call_id: String, outcome: Result<Value, String>) {
+    for _ in 0..3 {
+        if s.borrow().running {
+            break;
+        }
+        match run(
+            &s,
+            Input::LateResult(call_id.clone(), outcome.clone()),
+            &RunOptions::default(),
+        )
+        .await
+        {
+            Err(e) if e.code() == "conflict" => continue,
+            Err(_) => break,
+            Ok(_) => return,
+        }
+    }
+    web_sys::console::warn_1(
+        &format!("gatehouse: the late result of call {call_id:?} could not be recorded").into(),
+    );
+}
+
+async fn drive(
+    s: &Shared,
+    opts: &RunOptions,
+    owner: &Ownership,
+) -> Result<Option<Outcome>, AgentError> {
     let ev = &opts.events;
     loop {
         let step = s.borrow_mut().engine.poll();
         let Some(step) = step else { return Ok(None) };
         match step {
-            Step::Persist(commit) => persist(s, commit, ev).await?,
+            Step::Persist(commit) => {
+                let keep = !s.borrow().engine.run_ends_after_write();
+                let writer = Writer::new(&owner.me, owner.lock_held, keep, now());
+                persist(s, commit, &writer, ev).await?
+            }
             Step::CallModel => {
                 if opts.signal.as_ref().is_some_and(AbortSignal::aborted) {
                     s.borrow_mut().engine.model_failed();
@@ -217,7 +425,25 @@ async fn drive(s: &Shared, opts: &RunOptions) -> Result<Option<Outcome>, AgentEr
                         )
                     };
                     let v = match tool {
-                        Some(t) => tools::verdict(&t, &q.call_id, &thread, &q.inputs).await,
+                        Some(t) => {
+                            match tools::verdict(
+                                &t,
+                                &q.call_id,
+                                &thread,
+                                &q.inputs,
+                                opts.signal.as_ref(),
+                            )
+                            .await
+                            {
+                                Some(v) => v,
+                                // Aborted while the policy had not answered: nothing of the
+                                // model's answer is written; `retry` asks the model again.
+                                None => {
+                                    s.borrow_mut().engine.stop();
+                                    return Err(AgentError::Aborted);
+                                }
+                            }
+                        }
                         None => PolicyVerdict::Failed("the tool is gone".into()),
                     };
                     verdicts.push((q.call_id, v));
@@ -229,23 +455,45 @@ async fn drive(s: &Shared, opts: &RunOptions) -> Result<Option<Outcome>, AgentEr
             Step::RunTool(inv) => {
                 if opts.signal.as_ref().is_some_and(AbortSignal::aborted) {
                     s.borrow_mut().engine.cancel_tool(&inv.call_id)?;
-                    let _ = Box::pin(drive(s, &RunOptions::default())).await;
+                    let _ = Box::pin(drive(s, &RunOptions::default(), owner)).await;
                     return Err(AgentError::Aborted);
                 }
-                let (tool, thread, lock) = {
+                let (tool, thread) = {
                     let g = s.borrow();
                     let tool = g.tools.iter().find(|t| t.spec.name == inv.tool).cloned();
-                    (tool, g.thread_id.clone(), g.lock.clone())
+                    (tool, g.thread_id.clone())
                 };
-                let held = locks::hold(&lock).await;
                 let outcome = match tool {
                     Some(t) => {
-                        tools::execute(&t, &inv.call_id, &thread, &inv.inputs, opts.signal.as_ref())
-                            .await
+                        match tools::execute(
+                            &t,
+                            &inv.call_id,
+                            &thread,
+                            &inv.inputs,
+                            opts.signal.as_ref(),
+                        )
+                        .await
+                        {
+                            tools::Execution::Settled(outcome) => outcome,
+                            // Aborted while `execute` had not settled: it may still take
+                            // effect, so the call is re-gated like one cut off by a closed
+                            // page, and a result that arrives later is kept.
+                            tools::Execution::Abandoned(pending) => {
+                                s.borrow_mut()
+                                    .engine
+                                    .abandon_tool(&inv.call_id, now() as u64)?;
+                                let _ = Box::pin(drive(s, &RunOptions::default(), owner)).await;
+                                let (s2, id) = (s.clone(), inv.call_id.clone());
+                                wasm_bindgen_futures::spawn_local(async move {
+                                    let outcome = pending.await;
+                                    late_result(s2, id, outcome).await;
+                                });
+                                return Err(AgentError::Aborted);
+                            }
+                        }
                     }
                     None => Err(format!("the tool \"{}\" is not available", inv.tool)),
                 };
-                drop(held);
                 if ev.enabled() {
                     ev.emit(json!({ "type": "tool_result", "callId": inv.call_id, "name": inv.tool,
                         "ok": outcome.is_ok(),
@@ -274,16 +522,27 @@ pub fn outcome_status(o: Outcome) -> &'static str {
     }
 }
 
+/// Results longer than this are replaced by a short error result when the storage quota
+/// refuses a write that holds them (the tool ran: it must not look interrupted).
+const UNSTORABLE_RESULT_LEN: usize = 1024;
+
 async fn persist(
     s: &Shared,
     commit: crate::engine::Commit,
+    writer: &Writer,
     ev: &Emitter,
 ) -> Result<(), AgentError> {
     let (store, thread, version) = {
         let g = s.borrow();
         (g.store.clone(), g.thread_id.clone(), g.version)
     };
-    match store.commit(&thread, version, &commit, now()).await {
+    let mut commit = commit;
+    let mut first = store.commit(&thread, version, &commit, writer, now()).await;
+    if matches!(first, Err(StoreError::Quota(_))) && commit.shrink_results(UNSTORABLE_RESULT_LEN) {
+        s.borrow_mut().engine.shrink_results(UNSTORABLE_RESULT_LEN);
+        first = store.commit(&thread, version, &commit, writer, now()).await;
+    }
+    match first {
         Ok(record) => {
             let mut g = s.borrow_mut();
             g.version = record.version;
@@ -313,18 +572,16 @@ async fn persist(
     }
 }
 
-/// Re-reads the thread (record and tail) and drops any cached history.
+/// Re-reads the thread (record and tail), drops any cached history, and asks the Web Lock
+/// whether another agent's run is alive.
 pub async fn reload(s: &Shared) -> Result<(), AgentError> {
     let (store, thread) = {
         let g = s.borrow();
         (g.store.clone(), g.thread_id.clone())
     };
     let snap = store.load(&thread, now()).await?;
-    let mut g = s.borrow_mut();
-    g.engine.reset(snap.state());
-    g.version = snap.record.version;
-    g.message_count = snap.record.message_count;
-    g.history = None;
+    take(&mut s.borrow_mut(), &snap);
+    observe(s, &snap).await;
     Ok(())
 }
 

@@ -7,8 +7,26 @@ use crate::engine::{PolicyVerdict, ToolSpec};
 use crate::js::convert::{from_js, to_js};
 use js_sys::{Function, Promise, Reflect};
 use serde_json::{Map, Value, json};
-use wasm_bindgen::{JsCast, JsValue};
+use std::future::Future;
+use std::pin::Pin;
+use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
+
+// Resolves to true once `p` settles, or to false when `signal` aborts first. A function that
+// honours `ctx.signal` settles in the microtasks after the abort: it gets until the next task.
+#[wasm_bindgen(inline_js = r#"
+export function gh_settled_before_abort(p, signal) {
+  return new Promise((res) => {
+    const settled = () => res(true);
+    p.then(settled, settled);
+    const onAbort = () => setTimeout(() => res(false), 0);
+    if (signal.aborted) onAbort(); else signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+"#)]
+extern "C" {
+    fn gh_settled_before_abort(p: &Promise, signal: &web_sys::AbortSignal) -> Promise;
+}
 
 #[derive(Clone)]
 pub struct JsTool {
@@ -29,6 +47,7 @@ impl JsTool {
             Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
             _ => return Err(bad("each tool needs a non-empty string `name`".into())),
         };
+        crate::engine::check_tool_name(&name).map_err(bad)?;
         let mut spec = ToolSpec::new(name.clone());
         let opt_str = |k: &str| -> Result<Option<String>, AgentError> {
             match obj.get(k) {
@@ -92,56 +111,98 @@ fn ctx(call_id: &str, thread_id: &str, signal: Option<&web_sys::AbortSignal>) ->
     c
 }
 
-async fn call_maybe_async(f: &Function, a: &JsValue, b: &JsValue) -> Result<JsValue, JsValue> {
-    let ret = f.call2(&JsValue::NULL, a, b)?;
-    match ret.dyn_into::<Promise>() {
-        Ok(p) => JsFuture::from(p).await,
-        Err(v) => Ok(v),
-    }
+/// The value of a JS call that may return a Promise.
+enum Answer {
+    Now(Result<JsValue, JsValue>),
+    /// A Promise that had not settled when `signal` aborted.
+    Abandoned(Promise),
 }
 
-/// Runs a tool. `Err` carries the message the model will see in a `tool_error` result.
-pub async fn execute(
-    tool: &JsTool,
-    call_id: &str,
-    thread_id: &str,
-    inputs: &Map<String, Value>,
+async fn call_maybe_async(
+    f: &Function,
+    a: &JsValue,
+    b: &JsValue,
     signal: Option<&web_sys::AbortSignal>,
-) -> Result<Value, String> {
-    let Some(f) = &tool.execute else {
-        return Err(format!(
-            "the tool \"{}\" has no execute function",
-            tool.spec.name
-        ));
+) -> Answer {
+    let ret = match f.call2(&JsValue::NULL, a, b) {
+        Ok(v) => v,
+        Err(e) => return Answer::Now(Err(e)),
     };
-    let out = call_maybe_async(f, &to_js(inputs), &ctx(call_id, thread_id, signal))
-        .await
-        .map_err(|e| describe(&e))?;
+    let p = match ret.dyn_into::<Promise>() {
+        Ok(p) => p,
+        Err(v) => return Answer::Now(Ok(v)),
+    };
+    if let Some(signal) = signal {
+        let settled = JsFuture::from(gh_settled_before_abort(&p, signal)).await;
+        if settled.ok().and_then(|v| v.as_bool()) == Some(false) {
+            return Answer::Abandoned(p);
+        }
+    }
+    Answer::Now(JsFuture::from(p).await)
+}
+
+/// How a tool's `execute` ended.
+pub enum Execution {
+    Settled(Result<Value, String>),
+    /// The run's signal aborted before it settled; the future resolves when it does.
+    Abandoned(Pin<Box<dyn Future<Output = Result<Value, String>>>>),
+}
+
+/// A tool's return value as its outcome. `Err` carries the message the model will see in a
+/// `tool_error` result.
+fn outcome(r: Result<JsValue, JsValue>) -> Result<Value, String> {
+    let out = r.map_err(|e| describe(&e))?;
     if let Some(s) = out.as_string() {
         return Ok(Value::String(s));
     }
     from_js(&out).map_err(|e| format!("the tool returned a value that is not JSON: {e}"))
 }
 
+/// Runs a tool.
+pub async fn execute(
+    tool: &JsTool,
+    call_id: &str,
+    thread_id: &str,
+    inputs: &Map<String, Value>,
+    signal: Option<&web_sys::AbortSignal>,
+) -> Execution {
+    let Some(f) = &tool.execute else {
+        return Execution::Settled(Err(format!(
+            "the tool \"{}\" has no execute function",
+            tool.spec.name
+        )));
+    };
+    match call_maybe_async(f, &to_js(inputs), &ctx(call_id, thread_id, signal), signal).await {
+        Answer::Now(r) => Execution::Settled(outcome(r)),
+        Answer::Abandoned(p) => {
+            Execution::Abandoned(Box::pin(async move { outcome(JsFuture::from(p).await) }))
+        }
+    }
+}
+
 /// Asks a tool's approval policy. Anything but `true`, `false` or a string gates the call.
+/// `None` when `signal` aborted before the policy answered.
 pub async fn verdict(
     tool: &JsTool,
     call_id: &str,
     thread_id: &str,
     inputs: &Map<String, Value>,
-) -> PolicyVerdict {
+    signal: Option<&web_sys::AbortSignal>,
+) -> Option<PolicyVerdict> {
     let Some(f) = &tool.policy else {
-        return PolicyVerdict::Allow;
+        return Some(PolicyVerdict::Allow);
     };
-    match call_maybe_async(f, &to_js(inputs), &ctx(call_id, thread_id, None)).await {
-        Ok(v) => match (v.as_bool(), v.as_string()) {
+    let (inputs, ctx) = (to_js(inputs), ctx(call_id, thread_id, None));
+    Some(match call_maybe_async(f, &inputs, &ctx, signal).await {
+        Answer::Abandoned(_) => return None,
+        Answer::Now(Ok(v)) => match (v.as_bool(), v.as_string()) {
             (Some(true), _) => PolicyVerdict::Require(None),
             (Some(false), _) => PolicyVerdict::Allow,
             (_, Some(s)) => PolicyVerdict::Require(Some(s)),
             _ => PolicyVerdict::Failed(format!("it returned {}", type_of(&v))),
         },
-        Err(e) => PolicyVerdict::Failed(describe(&e)),
-    }
+        Answer::Now(Err(e)) => PolicyVerdict::Failed(describe(&e)),
+    })
 }
 
 fn type_of(v: &JsValue) -> String {

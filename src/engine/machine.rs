@@ -12,9 +12,8 @@ use super::error::EngineError;
 use super::model::{ModelOutput, ModelToolCall};
 use super::results::{
     REGATE_REASON, UNRECORDED_REASON, code, error_result, output_to_result, rejection_text,
-    unstorable_result,
 };
-use super::state::{Commit, RunJournal, ThreadState, ThreadStatus};
+use super::state::{Commit, RunJournal, ThreadState, ThreadStatus, shrink_message_results};
 use super::tools::{Gate, PolicyVerdict, ToolPolicy, ToolSet, ToolSpec};
 use crate::schema;
 use crate::thread::{
@@ -681,14 +680,17 @@ impl Engine {
     /// a write with a tool's result fails for lack of space: the call ran, so it must not look
     /// interrupted and be offered again. Returns true when something was replaced.
     pub fn shrink_results(&mut self, max_len: usize) -> bool {
-        let mut changed = false;
-        if let Some(run) = self.state.run.as_mut() {
-            for r in run.results.iter_mut().filter(|r| r.result.len() > max_len) {
-                r.result = unstorable_result(r.result.len());
-                changed = true;
-            }
-        }
-        changed
+        let in_run = self
+            .state
+            .run
+            .as_mut()
+            .is_some_and(|r| r.shrink_results(max_len));
+        let in_tail = self
+            .state
+            .tail
+            .as_mut()
+            .is_some_and(|m| shrink_message_results(m, max_len));
+        in_run || in_tail
     }
 
     /// Stops the run in progress without writing anything: the state is kept as this view

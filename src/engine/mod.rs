@@ -15,4 +15,6 @@ pub use error::EngineError;
 pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};
 pub use model::{ModelOutput, ModelToolCall};
 pub use state::{CallResult, Commit, RunJournal, ThreadState, ThreadStatus};
-pub use tools::{Gate, PolicyVerdict, ToolPolicies, ToolPolicy, ToolSet, ToolSpec};
+pub use tools::{
+    Gate, PolicyVerdict, ToolPolicies, ToolPolicy, ToolSet, ToolSpec, check_tool_name,
+};

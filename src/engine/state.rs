@@ -125,6 +125,16 @@ impl RunJournal {
         self.result(call_id).is_some()
     }
 
+    /// See [`Commit::shrink_results`].
+    pub fn shrink_results(&mut self, max_len: usize) -> bool {
+        let mut changed = false;
+        for r in self.results.iter_mut().filter(|r| r.result.len() > max_len) {
+            r.result = super::results::unstorable_result(r.result.len());
+            changed = true;
+        }
+        changed
+    }
+
     pub fn record(&mut self, call_id: &str, result: String) {
         if let Some(r) = self.results.iter_mut().find(|r| r.call_id == call_id) {
             r.result = result;
@@ -173,6 +183,32 @@ impl Commit {
         self.policies = next.policies;
         self
     }
+}
+
+impl Commit {
+    /// Replaces every result longer than `max_len` bytes, in the journal and in the messages
+    /// written, by [`unstorable_result`]. True when something was replaced.
+    ///
+    /// [`unstorable_result`]: super::results::unstorable_result
+    pub fn shrink_results(&mut self, max_len: usize) -> bool {
+        let mut changed = self.run.as_mut().is_some_and(|r| r.shrink_results(max_len));
+        for m in self.append.iter_mut().chain(self.replace_tail.as_mut()) {
+            changed |= shrink_message_results(m, max_len);
+        }
+        changed
+    }
+}
+
+/// Shrinks the results of a `tool_call_result` message (see [`Commit::shrink_results`]).
+pub(super) fn shrink_message_results(m: &mut Message, max_len: usize) -> bool {
+    let mut changed = false;
+    for e in m.tool_results_mut().into_iter().flatten() {
+        if let Some(r) = e.result.as_mut().filter(|r| r.len() > max_len) {
+            *r = super::results::unstorable_result(r.len());
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// Where a thread stands, derived from its state alone.

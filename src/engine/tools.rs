@@ -45,6 +45,24 @@ impl ToolSpec {
     }
 }
 
+/// The tool names every provider accepts (OpenAI's rule, the strictest): 1 to 64 ASCII
+/// letters, digits, `_` or `-`. Checked when the agent is opened, so a name the provider would
+/// refuse (or one with a NUL, or a megabyte long) fails at once with `invalid_config`.
+pub fn check_tool_name(name: &str) -> Result<(), String> {
+    let valid = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if valid {
+        return Ok(());
+    }
+    let shown: String = name.chars().take(40).collect();
+    Err(format!(
+        "tool name {shown:?}{} must be 1 to 64 characters of a-z, A-Z, 0-9, _ or -",
+        if shown.len() < name.len() { "…" } else { "" }
+    ))
+}
+
 /// Per-thread overrides of a tool's defaults. `None` means "use the tool's own value".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -165,10 +165,14 @@ impl Agent {
         to_js(&self.s.borrow().engine.awaiting_results())
     }
 
-    /// `"idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted"`.
+    /// `"idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "running"`.
     #[wasm_bindgen(unchecked_return_type = "ThreadStatus")]
     pub fn status(&self) -> String {
-        self.s.borrow().engine.status().as_str().to_owned()
+        let g = self.s.borrow();
+        if driver::running_here(&g) || driver::running_elsewhere(&g) {
+            return "running".to_owned();
+        }
+        g.engine.status().as_str().to_owned()
     }
 
     #[wasm_bindgen(js_name = lastMessage, unchecked_return_type = "Message | null")]
@@ -280,7 +284,7 @@ impl Agent {
     /// Re-reads the thread from storage (after another tab changed it).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub async fn refresh(&self) -> Result<(), JsValue> {
-        if self.s.borrow().engine.is_running() {
+        if driver::running_here(&self.s.borrow()) || self.s.borrow().engine.is_running() {
             return Err(err(AgentError::Engine(EngineError::Busy(
                 "a run is in progress".into(),
             ))));
@@ -298,14 +302,19 @@ impl Agent {
         let mut list = store.list().await.map_err(|e| err(e.into()))?;
         // Newest first (descending `total_cmp`), equal times in stored order.
         crate::sort::sort_by_key(&mut list, |r| !crate::sort::f64_key(r.updated_at));
-        let out: Vec<Value> = list
-            .iter()
-            .map(|r| {
+        let mut out = Vec::with_capacity(list.len());
+        for r in &list {
+            let status = if driver::record_running(store.name(), r).await {
+                "running"
+            } else {
+                summary_status(r)
+            };
+            out.push(
                 json!({ "threadId": r.id, "title": r.title, "messageCount": r.message_count,
-                        "createdAt": r.created_at, "updatedAt": r.updated_at,
-                        "status": summary_status(r) })
-            })
-            .collect();
+                             "createdAt": r.created_at, "updatedAt": r.updated_at,
+                             "status": status }),
+            );
+        }
         Ok(to_js(&out))
     }
 

@@ -40,7 +40,29 @@ pub fn from_js_as<T: DeserializeOwned>(v: &JsValue) -> Result<T, String> {
             .as_string()
             .unwrap_or_else(|| "null".to_owned())
     };
-    from_json(&s)
+    from_json(&s).or_else(|e| {
+        // A JS string may hold a lone surrogate, which JSON text escapes and serde_json
+        // refuses: read such strings with U+FFFD in its place (what TextEncoder does).
+        let s = gh_stringify_well_formed(v)
+            .as_string()
+            .ok_or_else(|| e.clone())?;
+        from_json(&s).map_err(|_| e)
+    })
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+const wf = (s) => s.toWellFormed ? s.toWellFormed()
+  : Array.from(s, (c) => c.length === 1 && c >= "\ud800" && c <= "\udfff" ? "\ufffd" : c).join("");
+export function gh_stringify_well_formed(v) {
+  try {
+    return JSON.stringify(v, (k, x) => typeof x === "string" ? wf(x) : x);
+  } catch (_) {
+    return undefined;
+  }
+}
+"#)]
+extern "C" {
+    fn gh_stringify_well_formed(v: &JsValue) -> JsValue;
 }
 
 /// `serde_json::from_str` with the error message of `from_value` (without "at line 1 column

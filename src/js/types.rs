@@ -62,7 +62,9 @@ export interface AgentState {
   stopReason?: "max_steps";
 }
 export interface ConflictState { status: "conflict"; error: string; }
-export type ThreadStatus = "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted";
+/** `"running"`: this agent, another tab, or another `Agent` in this page is running the thread. */
+export type ThreadStatus =
+  | "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "running";
 export type HandleBody =
   | { message: string } | { decisions: Decisions } | { toolResults: Record<string, unknown> };
 
@@ -143,14 +145,15 @@ export interface ToolPolicyUpdate { enabled?: boolean | null; autoApprove?: bool
 export interface ThreadSummary {
   threadId: string; title: string | null; messageCount: number; createdAt: number;
   updatedAt: number;
-  /** From the thread record alone: `"waiting"` = tool results awaited or a run to `retry()`. */
-  status: "idle" | "awaiting_approval" | "waiting";
+  /** From the thread record alone: `"waiting"` = tool results awaited or a run to `retry()`;
+   *  `"running"` = an agent (in any tab) is running it now. */
+  status: "idle" | "awaiting_approval" | "waiting" | "running";
 }
 
 export type GatehouseErrorCode =
   | "conflict" | "not_suspended" | "invalid_decision" | "invalid_tool_results"
   | "unknown_call_id" | "busy" | "network" | "provider" | "storage" | "invalid_config"
-  | "aborted" | "nothing_to_retry" | "unknown_tool";
+  | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal";
 /** Every error the SDK throws: `e.name === "GatehouseError"`. */
 export interface GatehouseError extends Error {
   name: "GatehouseError"; code: GatehouseErrorCode; retryable: boolean;

@@ -146,7 +146,12 @@ impl IndexedDbStore {
 
     /// Extends `owner`'s lease to `until` (no version bump); false when the lease is no longer
     /// `owner`'s.
-    pub async fn renew(&self, thread_id: &str, owner: &str, until: f64) -> Result<bool, StoreError> {
+    pub async fn renew(
+        &self,
+        thread_id: &str,
+        owner: &str,
+        until: f64,
+    ) -> Result<bool, StoreError> {
         let tx = self.begin_records(true).await?;
         let Some(current) = get_record(&tx, thread_id).await? else {
             return Ok(false);

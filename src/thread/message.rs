@@ -195,6 +195,13 @@ impl Message {
         }
     }
 
+    pub fn tool_results_mut(&mut self) -> Option<&mut Vec<ToolEntry>> {
+        match &mut self.kind {
+            MessageKind::ToolCallResult(t) => Some(t),
+            _ => None,
+        }
+    }
+
     /// A UI's suspension test: a `tool_call` with at least one pending entry.
     pub fn is_suspended(&self) -> bool {
         self.tool_calls()

@@ -69,7 +69,8 @@ test('approve: streamed tool call in small deltas, suspend, tail JSON, execute o
   assert.equal(rows[1].json, JSON.stringify(tail));
   const rec = r.dumpPending.stores.threads.rows.find((x) => x.id === 'thread_1');
   assert.equal(rec.messageCount, 2);
-  assert.deepEqual(rec.run, { callMessageId: tail.__id, results: [] });
+  // The journal: no result yet, and the gated call needs a recorded decision to run.
+  assert.deepEqual(rec.run, { callMessageId: tail.__id, results: [], gated: ['call_del_1'] });
 
   // Approved: executed once, with exactly the approved inputs; then the model's answer.
   assert.equal(r.decided.status, 'completed');

@@ -100,7 +100,7 @@ extern "C" {
 }
 
 /// How long an open may wait behind another connection's version change.
-const OPEN_TIMEOUT_MS: u32 = 5_000;
+const OPEN_TIMEOUT_MS: u32 = 10_000;
 
 /// Opens (creating or upgrading) a database: the `IDBDatabase`. Failures are the DOM's.
 pub(super) async fn open(name: &str, version: u32) -> Result<JsValue, StoreError> {

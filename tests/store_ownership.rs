@@ -1,0 +1,201 @@
+//! The store's side of run ownership (docs/design.md, "Run ownership"), on the memory store and
+//! on the pure commit rule both stores share: leases written and cleared by a run's writes,
+//! refused writes while another agent's lease is live, takeovers, renewals; records of a newer
+//! release and a lowered message count refused.
+
+use gatehouse::engine::{Commit, ToolPolicies};
+use gatehouse::store::{
+    Admission, LEASE_MS, Lease, LockAttempt, LockProbe, MemoryStore, SCHEMA_VERSION, StoreError,
+    Stored, ThreadRecord, Writer, admit, must_recover, plan_commit,
+};
+use gatehouse::thread::{Message, MessageId};
+
+fn msg(n: u64, text: &str) -> Message {
+    Message::user_text(MessageId::from_number(n), text)
+}
+
+fn append(n: u64) -> Commit {
+    Commit {
+        replace_tail: None,
+        append: vec![msg(n, "hi")],
+        run: None,
+        policies: ToolPolicies::new(),
+    }
+}
+
+#[test]
+fn a_run_writes_its_lease_with_its_first_write_and_clears_it_with_its_last() {
+    let s = MemoryStore::open("own-lease");
+    let a_mid = Writer::new("a", false, true, 1_000.0);
+    let r = s.commit("t", 0, &append(1), &a_mid, 1_000.0).unwrap();
+    assert_eq!(
+        r.lease,
+        Some(Lease {
+            owner: "a".into(),
+            until: 1_000.0 + LEASE_MS,
+            locked: false
+        })
+    );
+    // Another agent's write while A's lease is live: refused, nothing written.
+    let b = Writer::new("b", false, false, 2_000.0);
+    let e = s.commit("t", 1, &append(2), &b, 2_000.0).unwrap_err();
+    assert_eq!(e, StoreError::Owned { owner: "a".into() });
+    assert_eq!((e.code(), e.retryable()), ("busy", true));
+    assert_eq!(s.load("t", 0.0).unwrap().record.message_count, 1);
+    // A's last write ends the lease; then B may write.
+    let a_last = Writer::new("a", false, false, 3_000.0);
+    let r = s.commit("t", 1, &append(2), &a_last, 3_000.0).unwrap();
+    assert_eq!(r.lease, None);
+    s.commit("t", 2, &append(3), &b, 4_000.0).unwrap();
+}
+
+#[test]
+fn a_lapsed_lease_may_be_taken_over_but_only_from_the_current_version() {
+    let s = MemoryStore::open("own-lapse");
+    s.commit("t", 0, &append(1), &Writer::new("a", false, true, 0.0), 0.0)
+        .unwrap();
+    let later = LEASE_MS + 1.0;
+    let b = Writer::new("b", false, true, later);
+    // A stale view never takes over, lease or not.
+    assert!(matches!(
+        s.commit("t", 0, &append(2), &b, later),
+        Err(StoreError::Conflict { .. })
+    ));
+    let r = s.commit("t", 1, &append(2), &b, later).unwrap();
+    assert_eq!(r.lease.unwrap().owner, "b");
+}
+
+#[test]
+fn renewing_extends_only_the_owners_lease_and_does_not_make_views_stale() {
+    let s = MemoryStore::open("own-renew");
+    s.commit("t", 0, &append(1), &Writer::new("a", false, true, 0.0), 0.0)
+        .unwrap();
+    assert_eq!(s.renew("t", "a", 500_000.0), Ok(true));
+    assert_eq!(s.renew("t", "b", 900_000.0), Ok(false));
+    let r = s.load("t", 0.0).unwrap().record;
+    assert_eq!((r.version, r.lease.unwrap().until), (1, 500_000.0));
+    // Without the renewal B could have taken over at LEASE_MS + 1.
+    let b = Writer::new("b", false, true, LEASE_MS + 1.0);
+    assert!(s.commit("t", 1, &append(2), &b, LEASE_MS + 1.0).is_err());
+    s.release("t", "b");
+    assert!(s.load("t", 0.0).unwrap().record.lease.is_some(), "not B's");
+    s.release("t", "a");
+    assert!(s.load("t", 0.0).unwrap().record.lease.is_none());
+    assert_eq!(s.load("t", 0.0).unwrap().record.version, 1);
+}
+
+fn record(version: u64, lease: Option<Lease>) -> ThreadRecord {
+    let mut r = ThreadRecord::new("t", 0.0);
+    r.version = version;
+    r.message_count = 1;
+    r.lease = lease;
+    r
+}
+
+#[test]
+fn a_run_is_admitted_only_with_the_lock_or_no_live_lease_and_a_current_view() {
+    let live = Some(Lease {
+        owner: "a".into(),
+        until: 10_000.0,
+        locked: true,
+    });
+    let r = record(4, live.clone());
+    assert_eq!(admit(&r, 4, "b", LockAttempt::Taken, 0.0), Admission::Busy);
+    // Holding the lock A held: A is gone.
+    assert_eq!(admit(&r, 4, "b", LockAttempt::Held, 0.0), Admission::Go);
+    // No Web Locks here: the clock decides.
+    assert_eq!(
+        admit(&r, 4, "b", LockAttempt::Unsupported, 0.0),
+        Admission::Busy
+    );
+    assert_eq!(
+        admit(&r, 4, "b", LockAttempt::Unsupported, 10_000.0),
+        Admission::Go
+    );
+    assert_eq!(admit(&r, 3, "b", LockAttempt::Held, 0.0), Admission::Stale);
+    assert_eq!(
+        admit(&r, 4, "a", LockAttempt::Unsupported, 0.0),
+        Admission::Go
+    );
+    assert_eq!(
+        admit(&record(4, None), 4, "b", LockAttempt::Unsupported, 0.0),
+        Admission::Go
+    );
+}
+
+#[test]
+fn on_open_a_started_call_is_recovered_only_when_its_run_is_dead() {
+    let mut r = record(4, None);
+    assert!(
+        !must_recover(&r, "b", 0.0, LockProbe::Free),
+        "nothing started"
+    );
+    r.run =
+        serde_json::from_str(r#"{"callMessageId":"msg_1","results":[],"started":"c1"}"#).unwrap();
+    // Schema 1 records have no lease: the lock alone decides.
+    assert!(!must_recover(&r, "b", 0.0, LockProbe::Held));
+    assert!(must_recover(&r, "b", 0.0, LockProbe::Free));
+    assert!(must_recover(&r, "b", 0.0, LockProbe::Unsupported));
+    r.lease = Some(Lease {
+        owner: "a".into(),
+        until: 10_000.0,
+        locked: false,
+    });
+    assert!(!must_recover(&r, "b", 0.0, LockProbe::Free), "lease live");
+    assert!(must_recover(&r, "b", 10_000.0, LockProbe::Free), "lapsed");
+    r.lease.as_mut().unwrap().locked = true;
+    assert!(!must_recover(&r, "b", 99_999.0, LockProbe::Held));
+    assert!(must_recover(&r, "b", 0.0, LockProbe::Free), "the page died");
+}
+
+fn stored(r: &ThreadRecord, row_after_tail: bool) -> Stored<'_> {
+    Stored {
+        record: r,
+        tail_id: None,
+        row_after_tail,
+    }
+}
+
+#[test]
+fn a_record_of_a_newer_release_is_never_written() {
+    let mut r = record(4, None);
+    r.schema_version = SCHEMA_VERSION + 1;
+    let e = plan_commit(
+        stored(&r, false),
+        4,
+        &append(2),
+        &Writer::new("a", false, false, 0.0),
+        0.0,
+    )
+    .unwrap_err();
+    assert_eq!(e, StoreError::Newer(SCHEMA_VERSION + 1));
+    assert_eq!((e.code(), e.retryable()), ("storage", false));
+    assert!(e.to_string().contains("newer release"));
+}
+
+#[test]
+fn an_append_over_an_existing_row_is_refused_when_the_count_was_lowered() {
+    let r = record(4, None);
+    let e = plan_commit(
+        stored(&r, true),
+        4,
+        &append(2),
+        &Writer::new("a", false, false, 0.0),
+        0.0,
+    )
+    .unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
+    // A write that appends nothing (a policy change) touches no row.
+    let mut policy_only = append(2);
+    policy_only.append.clear();
+    assert!(
+        plan_commit(
+            stored(&r, true),
+            4,
+            &policy_only,
+            &Writer::new("a", false, false, 0.0),
+            0.0
+        )
+        .is_ok()
+    );
+}
