@@ -16,6 +16,7 @@ export function gh_lock_try(name, waitMs) {
   if (!locks) return Promise.resolve(null);
   return new Promise((granted, failed) => {
     const hold = (lock) => lock ? new Promise((release) => granted(release)) : granted(false);
+    if (waitMs <= 0) { locks.request(name, { ifAvailable: true }, hold).catch(failed); return; }
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), waitMs);
     locks.request(name, { signal: stop.signal }, (lock) => { clearTimeout(timer); return hold(lock); })
@@ -67,9 +68,10 @@ pub enum Attempt {
 /// another one ended waits that moment; a run of another tab that goes on longer is `busy`.
 const LOCK_WAIT_MS: f64 = 2_000.0;
 
-/// Takes the lock, waiting at most [`LOCK_WAIT_MS`] for it.
-pub async fn try_hold(name: &str) -> Attempt {
-    match JsFuture::from(gh_lock_try(name, LOCK_WAIT_MS)).await {
+/// Takes the lock if nobody holds it (`wait: false`), or waiting at most [`LOCK_WAIT_MS`].
+pub async fn try_hold(name: &str, wait: bool) -> Attempt {
+    let ms = if wait { LOCK_WAIT_MS } else { 0.0 };
+    match JsFuture::from(gh_lock_try(name, ms)).await {
         Ok(v) if v.is_null() => Attempt::Unsupported,
         Ok(v) => match v.dyn_into::<Function>() {
             Ok(release) => Attempt::Held(Held(Some(release))),

@@ -256,7 +256,17 @@ pub async fn run(
             g.me.clone(),
         )
     };
-    let (held, attempt) = match locks::try_hold(&lock_name).await {
+    let mut attempt = locks::try_hold(&lock_name, false).await;
+    if let locks::Attempt::Taken = attempt {
+        // A run holds it. If its lease is in the record, it is under way: refuse at once.
+        // Else it is starting or has just let go (a lock is freed a moment after its release):
+        // wait for it a little.
+        let lease = store.load(&thread, now()).await?.record.lease;
+        if lease.is_none_or(|l| l.owner == me) {
+            attempt = locks::try_hold(&lock_name, true).await;
+        }
+    }
+    let (held, attempt) = match attempt {
         locks::Attempt::Held(h) => (Some(h), LockAttempt::Held),
         locks::Attempt::Taken => (None, LockAttempt::Taken),
         locks::Attempt::Unsupported => (None, LockAttempt::Unsupported),

@@ -134,8 +134,12 @@ export class Harness {
     const ctx = await this.browser.newContext();
     if (this.pkgDir) {
       await ctx.route((u) => u.pathname.startsWith('/pkg/'), (route) => {
-        const file = path.join(this.pkgDir, path.basename(new URL(route.request().url()).pathname));
-        if (!existsSync(file)) return route.fulfill({ status: 404, body: 'not found' });
+        // Keep sub-paths: the glue imports its inline JS from /pkg/snippets/<crate>/inlineN.js.
+        const rel = decodeURIComponent(new URL(route.request().url()).pathname.slice('/pkg/'.length));
+        const file = path.join(this.pkgDir, rel);
+        if (!file.startsWith(path.resolve(this.pkgDir) + path.sep) || !existsSync(file)) {
+          return route.fulfill({ status: 404, body: 'not found' });
+        }
         const type = file.endsWith('.wasm') ? 'application/wasm' : file.endsWith('.js') ? 'text/javascript' : 'text/plain';
         return route.fulfill({ status: 200, body: readFileSync(file), contentType: type, headers: { 'cache-control': 'no-store' } });
       });

@@ -141,7 +141,33 @@ const gh = {
     return performance.now() - t0;
   },
 
+  /** Changes stored values behind the SDK's back: `fn(value)` returns the new value of the
+   *  row under `key` in `store` (a bug, a person with the devtools, another program). */
+  async editRaw(database, store, key, fn) {
+    const db = await request(indexedDB.open(database));
+    try {
+      const tx = db.transaction([store], 'readwrite');
+      const done = txDone(tx);
+      const os = tx.objectStore(store);
+      const value = await request(os.get(key));
+      os.put(fn(structuredClone(value)));
+      await done;
+    } finally {
+      db.close();
+    }
+  },
+
   sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+
+  /** Polls `pred()` every 10 ms for at most `ms`; true once it held. */
+  async until(pred, ms = 5_000) {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      if (await pred()) return true;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return false;
+  },
 };
 
 window.gh = gh;
