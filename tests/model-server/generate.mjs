@@ -281,10 +281,11 @@ export function genSummary(gen) {
   };
 }
 
-/** GET /__scenarios/{id}/generated: the summary plus every generated call. */
+/** GET /__scenarios/{id}/generated: the summary, every generated call, and the first result each call had in a request. */
 export function genDetail(gen) {
   return {
     ...genSummary(gen),
     calls: [...gen.calls.values()].map(({ callId, name, inputs, request }) => ({ callId, name, inputs, request })),
+    resultsSeen: Object.fromEntries(gen.results),
   };
 }

@@ -559,6 +559,7 @@ describe('generated scenarios', () => {
     const detail = await (await fetch(`${srv.base}/__scenarios/${a}/generated`)).json();
     assert.equal(detail.calls.length, g.callsProposed);
     assert.deepEqual(detail.calls[0], { callId: ids[0], name: 'delete_file', inputs: { path: `/tmp/${ids[0]}` }, request: 0 });
+    assert.equal(detail.resultsSeen[ids[0]], `ran:${ids[0]}`);
     // Bodies are not kept for generated scenarios, only their length.
     const rec = await (await fetch(`${srv.base}/__scenarios/${a}/requests`)).json();
     assert.deepEqual(rec[0].body, { omitted: true, messages: 2 });
