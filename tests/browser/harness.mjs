@@ -232,7 +232,7 @@ export function stressConfig(env = process.env) {
     if (!Number.isInteger(v) || v < min || v > max) throw new Error(`${name} must be an integer in ${min}..${max}, not "${raw}"`);
     return v;
   };
-  const tabs = int('GATEHOUSE_STRESS_TABS', 6, 2, 32);
+  const tabs = int('GATEHOUSE_STRESS_TABS', 6, 1, 32);
   const seconds = int('GATEHOUSE_STRESS_SECONDS', 60, 0, 24 * 3600);
   const nolockSeconds = int('GATEHOUSE_STRESS_NOLOCK_SECONDS', 30, 0, 24 * 3600);
   /** Each variant must end within its duration + 60 s (settling, the final read, the report). */

@@ -179,7 +179,7 @@ async function stress(t, { seconds, locks }) {
   });
   if (locks) {
     assert.deepEqual(lockView, { locks: true });
-    const seen = await run(tabs[1].page, async () => (await navigator.locks.query()).held.map((l) => l.name));
+    const seen = await run(tabs.at(-1).page, async () => (await navigator.locks.query()).held.map((l) => l.name));
     assert.ok(seen.includes('stress-probe'), 'a Web Lock held in one tab is seen from another');
     await run(tabs[0].page, () => window.probeRelease());
   } else {
@@ -339,7 +339,10 @@ async function stress(t, { seconds, locks }) {
   const endOf = (s) => ends.find((e) => e.callId === s.callId && e.tab === s.tab && e.life === s.life && e.action === s.action);
 
   const doubles = [...byCall].filter(([, list]) => list.length > 1).map(([id, list]) =>
-    `${id} x${list.length} (${list.map((s) => `tab ${s.tab}.${s.life} action ${s.action}`).join('; ')})`);
+    `${id} x${list.length} (${list.map((s) => {
+      const a = actions.get(s.action);
+      return `tab ${s.tab}.${s.life} action ${s.action} ${a?.kind ?? '?'} -> ${a?.interrupted ? 'interrupted by a reload' : a?.outcomes?.join('/') ?? '?'}`;
+    }).join('; ')})`);
   const strangers = starts.filter((s) => {
     const p = proposed.get(s.callId);
     return !p || JSON.stringify(p.inputs) !== JSON.stringify(s.inputs) || s.tab !== s.page;
