@@ -75,6 +75,11 @@ class Scenario {
     return http('GET', `${this.server}/__scenarios/${this.id}/requests`);
   }
 
+  /** A generated scenario's summary and calls (`GET /__scenarios/{id}/generated`). */
+  generated() {
+    return http('GET', `${this.server}/__scenarios/${this.id}/generated`);
+  }
+
   /** Polls until `pred(requests)` holds (the server records outcomes asynchronously). */
   async waitRequests(pred, ms = 5_000) {
     const end = Date.now() + ms;
@@ -129,6 +134,16 @@ export class Harness {
     return { page, context: ctx, errors };
   }
 
+  /**
+   * A generated scenario (model-server README, "Generated scenarios"): endless tool-call and
+   * answer turns, every request validated. `spec` is the `generate` object.
+   */
+  async generatedScenario(spec, { server = this.url } = {}) {
+    const id = uid('gen');
+    await http('POST', `${server}/__scenarios`, { id, generate: spec });
+    return new Scenario(server, id);
+  }
+
   /** A browser context (own storage); with GATEHOUSE_E2E_PKG its /pkg/* comes from that dir. */
   async newContext() {
     const ctx = await this.browser.newContext();
@@ -177,10 +192,11 @@ export function run(page, fn, arg, ms = 20_000) {
 }
 
 export async function setup() {
-  if (!existsSync(path.join(ROOT, 'pkg', 'gatehouse.js'))) {
-    throw new Error('pkg/gatehouse.js is missing: build it first with ./scripts/build-pkg.sh');
-  }
   const env = process.env;
+  const pkg = env.GATEHOUSE_E2E_PKG ? path.resolve(env.GATEHOUSE_E2E_PKG) : path.join(ROOT, 'pkg');
+  if (!existsSync(path.join(pkg, 'gatehouse.js'))) {
+    throw new Error(`${path.join(pkg, 'gatehouse.js')} is missing: build it first with ./scripts/build-pkg.sh`);
+  }
   const owned = [];
   let { GATEHOUSE_E2E_URL: url, GATEHOUSE_E2E_URL2: url2 } = env;
   if (!url || !url2) {
@@ -203,3 +219,23 @@ export async function setup() {
 
 /** Text of a message's text blocks. */
 export const textOf = (m) => (m?.content ?? []).filter((b) => b.type === 'text').map((b) => b.content).join('');
+
+/**
+ * The stress test's size (stress.test.mjs), from the environment: tabs, seconds with Web
+ * Locks, seconds without them (0 skips a variant). run.mjs reads it too, to size its deadline.
+ */
+export function stressConfig(env = process.env) {
+  const int = (name, def, min, max) => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return def;
+    const v = Number(raw);
+    if (!Number.isInteger(v) || v < min || v > max) throw new Error(`${name} must be an integer in ${min}..${max}, not "${raw}"`);
+    return v;
+  };
+  const tabs = int('GATEHOUSE_STRESS_TABS', 6, 1, 32);
+  const seconds = int('GATEHOUSE_STRESS_SECONDS', 60, 0, 24 * 3600);
+  const nolockSeconds = int('GATEHOUSE_STRESS_NOLOCK_SECONDS', 30, 0, 24 * 3600);
+  /** Each variant must end within its duration + 60 s (settling, the final read, the report). */
+  const variantBudget = (s) => (s > 0 ? s + 60 : 0);
+  return { tabs, seconds, nolockSeconds, budgetSeconds: variantBudget(seconds) + variantBudget(nolockSeconds) };
+}

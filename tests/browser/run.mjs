@@ -7,6 +7,8 @@
 //   node tests/browser/run.mjs [--pkg DIR] [--deadline SECONDS] [node --test args / test files...]
 //
 // --pkg DIR   serve /pkg/* to the pages from DIR instead of the repo's pkg/ (GATEHOUSE_E2E_PKG).
+// --deadline  default 270 s plus the stress test's durations (GATEHOUSE_STRESS_SECONDS and
+//             GATEHOUSE_STRESS_NOLOCK_SECONDS, 60 + 30 by default).
 // Anything else is passed to `node --test` (e.g. --test-name-pattern=abort, or test files).
 
 import { chromium } from 'playwright-core';
@@ -14,13 +16,18 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, launchOptions } from './harness.mjs';
+import { ROOT, launchOptions, stressConfig } from './harness.mjs';
 
 const HERE = path.join(ROOT, 'tests', 'browser');
 const SERVER = path.join(ROOT, 'tests', 'model-server', 'server.mjs');
 
+// stress.test.mjs runs for as long as its environment variables say (README): the deadline and
+// the per-file timeout (node --test's --test-timeout bounds a whole file) grow with it.
+const STRESS = stressConfig();
+const FILE_TIMEOUT_S = Math.max(120, STRESS.budgetSeconds + 30);
+
 function parseArgs(argv) {
-  const out = { pkg: process.env.GATEHOUSE_E2E_PKG, deadline: 270, rest: [] };
+  const out = { pkg: process.env.GATEHOUSE_E2E_PKG, deadline: 270 + STRESS.seconds + STRESS.nolockSeconds, rest: [] };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
     const value = () => inline ?? argv[++i];
@@ -83,8 +90,10 @@ async function main() {
 
     const files = args.rest.some((a) => a.endsWith('.mjs'))
       ? []
-      : readdirSync(HERE).filter((f) => f.endsWith('.test.mjs')).sort().map((f) => path.join(HERE, f));
-    const nodeArgs = ['--test', '--test-concurrency=2', '--test-timeout=120000', '--test-reporter=spec', ...args.rest, ...files];
+      // The long stress test first, so the other files run beside it instead of after it.
+      : readdirSync(HERE).filter((f) => f.endsWith('.test.mjs')).sort((a, b) => (b === 'stress.test.mjs') - (a === 'stress.test.mjs') || a.localeCompare(b))
+        .map((f) => path.join(HERE, f));
+    const nodeArgs = ['--test', '--test-concurrency=2', `--test-timeout=${FILE_TIMEOUT_S * 1000}`, '--test-reporter=spec', ...args.rest, ...files];
     runner = spawn(process.execPath, nodeArgs, {
       cwd: ROOT,
       stdio: 'inherit',

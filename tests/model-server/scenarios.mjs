@@ -1,6 +1,8 @@
 // Scenario store (scripted conversations), Turn validation, and the
 // provider-neutral "plan" of one turn that openai.mjs / anthropic.mjs render.
 
+import { generateTurn, genSummary, newGenState, validateGenerate } from './generate.mjs';
+
 const ID_RE = /^[A-Za-z0-9._-]{1,128}$/;
 const MAX_GENERATE = 1_000_000; // keeps one turn bounded
 const MAX_RECORDED = 10_000; // per scenario; older entries are dropped first
@@ -86,6 +88,7 @@ export function validateTurn(turn, i) {
 export class ScenarioStore {
   #map = new Map();
   #seq = 0;
+  #genSeq = 0; // server-wide: generated call ids never repeat within one server
 
   /** Creates or replaces a scenario; returns it. Throws on bad input. */
   put(spec) {
@@ -95,6 +98,13 @@ export class ScenarioStore {
       do { id = `s${++this.#seq}`; } while (this.#map.has(id));
     }
     if (typeof id !== 'string' || !ID_RE.test(id)) throw new Error('id must match [A-Za-z0-9._-]{1,128}');
+    if (spec.generate !== undefined) {
+      if (spec.turns !== undefined || spec.repeat !== undefined) throw new Error('"generate" goes without "turns" and "repeat"');
+      const gen = newGenState(validateGenerate(spec.generate));
+      const s = { id, turns: [], repeat: false, consumed: 0, requests: [], gen };
+      this.#map.set(id, s);
+      return s;
+    }
     if (!Array.isArray(spec.turns)) throw new Error('"turns" must be an array');
     spec.turns.forEach(validateTurn);
     if (spec.repeat !== undefined && typeof spec.repeat !== 'boolean') throw new Error('"repeat" must be a boolean');
@@ -106,6 +116,15 @@ export class ScenarioStore {
 
   get(id) { return this.#map.get(id); }
   clear() { this.#map.clear(); }
+
+  /**
+   * A generated scenario's next turn for request `body` (see generate.mjs):
+   * `{ turn, index, problems }`. Call and answer numbers come from one counter per server.
+   */
+  generate(s, body, provider) {
+    s.consumed++;
+    return generateTurn(s.gen, body, provider, () => ++this.#genSeq);
+  }
 
   /** Consumes the next turn: `{ turn, index }`, or null when the script is exhausted. */
   next(s) {
@@ -122,6 +141,7 @@ export class ScenarioStore {
   }
 
   summary(s) {
+    if (s.gen) return { id: s.id, consumed: s.consumed, generate: genSummary(s.gen), requests: s.requests.length };
     return {
       id: s.id,
       consumed: s.consumed,

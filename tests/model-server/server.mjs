@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { anthropic } from './anthropic.mjs';
 import { deliverJson, deliverStream, sleep, untilAborted } from './deliver.mjs';
 import { openai } from './openai.mjs';
+import { genDetail } from './generate.mjs';
 import { ScenarioStore, planTurn } from './scenarios.mjs';
 import { serveStatic } from './static.mjs';
 
@@ -24,7 +25,7 @@ const DEFAULT_ALLOW_HEADERS = 'content-type, authorization, x-api-key, anthropic
 const EXPOSE_HEADERS = 'Retry-After, request-id, x-request-id';
 
 const MODEL_ROUTE = /^\/s\/([^/]+)\/v1\/(chat\/completions|messages)$/;
-const SCENARIO_ROUTE = /^\/__scenarios\/([^/]+)(\/requests)?$/;
+const SCENARIO_ROUTE = /^\/__scenarios\/([^/]+)(\/requests|\/generated)?$/;
 
 function sendJson(res, status, obj, headers = {}) {
   const data = Buffer.from(JSON.stringify(obj), 'utf8');
@@ -98,7 +99,9 @@ export async function startServer(opts = {}) {
     const parsed = parseJson(text);
     const entry = store.record(s, {
       method: req.method, path: req.url, headers: { ...req.headers },
-      body: parsed.ok ? parsed.value : text,
+      // A generated scenario keeps no bodies (a long run sends the whole, growing thread each time).
+      body: s.gen ? { omitted: true, messages: parsed.ok && Array.isArray(parsed.value?.messages) ? parsed.value.messages.length : null }
+        : parsed.ok ? parsed.value : text,
       provider: provider.name, stream: parsed.ok && parsed.value?.stream === true,
       turn: null, outcome: 'pending', time: new Date().toISOString(),
     });
@@ -107,7 +110,8 @@ export async function startServer(opts = {}) {
       return errorOut(400, { message: `model-server: request body is not valid JSON (${parsed.error})` });
     }
     const body = parsed.value;
-    const next = store.next(s);
+    const next = s.gen ? store.generate(s, body, provider.name) : store.next(s);
+    if (next?.problems?.length) entry.invalid = next.problems;
     if (!next) {
       entry.outcome = 'exhausted';
       return errorOut(500, {
@@ -168,6 +172,10 @@ export async function startServer(opts = {}) {
     if (m && req.method === 'GET') {
       const s = store.get(decodeURIComponent(m[1]));
       if (!s) return sendJson(res, 404, { error: `no scenario "${m[1]}"` });
+      if (m[2] === '/generated') {
+        if (!s.gen) return sendJson(res, 404, { error: `scenario "${s.id}" is not generated` });
+        return sendJson(res, 200, genDetail(s.gen));
+      }
       return sendJson(res, 200, m[2] ? s.requests : store.summary(s));
     }
     return sendJson(res, 404, { error: `no control route ${req.method} ${p}` });

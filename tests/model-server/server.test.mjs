@@ -499,6 +499,149 @@ describe('HTTP plumbing', () => {
   });
 });
 
+describe('generated scenarios', () => {
+  const tool = (id, content) => ({ role: 'tool', tool_call_id: id, content });
+  const callsMsg = (calls) => ({
+    role: 'assistant', content: null,
+    tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } })),
+  });
+  const ask = async (id, messages, extra = {}) => (await openaiReq(id, { messages, ...extra })).json();
+  const info = async (id) => (await (await fetch(`${srv.base}/__scenarios/${id}`)).json()).generate;
+
+  test('alternates tool-call turns (fresh ids from a server-wide counter) and answers; streamed arguments', async () => {
+    const a = await scenario({ generate: { tool: 'delete_file', calls: [1, 3], delayMs: [0, 20], argChunk: [2, 2], seed: 7 } });
+    const b = await scenario({ generate: { tool: 'delete_file', calls: [2, 2], delayMs: [0, 0] } });
+    const msgs = [{ role: 'system', content: 'be careful' }, { role: 'user', content: 'first' }];
+    const ids = [];
+    for (let round = 0; round < 3; round++) {
+      const r = await ask(a, msgs);
+      const calls = r.choices[0].message.tool_calls;
+      assert.ok(calls.length >= 1 && calls.length <= 3, `1..3 calls (${calls.length})`);
+      for (const c of calls) {
+        assert.equal(c.function.name, 'delete_file');
+        assert.deepEqual(JSON.parse(c.function.arguments), { path: `/tmp/${c.id}` });
+        ids.push(c.id);
+      }
+      msgs.push(callsMsg(calls), ...calls.map((c) => tool(c.id, `ran:${c.id}`)));
+      const answer = await ask(a, msgs);
+      assert.equal(answer.choices[0].finish_reason, 'stop');
+      assert.match(answer.choices[0].message.content, /^Answer \d+\.$/);
+      msgs.push({ role: 'assistant', content: answer.choices[0].message.content }, { role: 'user', content: `more ${round}` });
+      // The other scenario draws from the same counter: its ids never collide with a's.
+      const other = await ask(b, [{ role: 'user', content: `b ${round}` }]);
+      ids.push(...other.choices[0].message.tool_calls.map((c) => c.id));
+    }
+    assert.equal(new Set(ids).size, ids.length, `ids unique across scenarios: ${ids.join(' ')}`);
+    assert.ok(ids.every((id) => /^call_gen_\d+$/.test(id)));
+
+    // Streamed: the first delta carries id and name, the arguments come in fragments of argChunk (2).
+    const { events, error } = await readSse(await openaiReq(a, { stream: true, messages: msgs }));
+    assert.equal(error, null);
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.data));
+    const streamed = [];
+    for (const c of chunks) {
+      for (const tc of c.choices[0]?.delta.tool_calls ?? []) {
+        if (tc.id) streamed[tc.index] = { id: tc.id, args: '' };
+        else {
+          assert.ok(Array.from(tc.function.arguments).length <= 2);
+          streamed[tc.index].args += tc.function.arguments;
+        }
+      }
+    }
+    assert.ok(streamed.length >= 1);
+    for (const c of streamed) assert.deepEqual(JSON.parse(c.args), { path: `/tmp/${c.id}` });
+
+    const g = await info(a);
+    assert.equal(g.requests, 7);
+    assert.equal(g.toolTurns, 4);
+    assert.equal(g.textTurns, 3);
+    assert.equal(g.invalidRequests, 0, JSON.stringify(g.problems));
+    const detail = await (await fetch(`${srv.base}/__scenarios/${a}/generated`)).json();
+    assert.equal(detail.calls.length, g.callsProposed);
+    assert.deepEqual(detail.calls[0], { callId: ids[0], name: 'delete_file', inputs: { path: `/tmp/${ids[0]}` }, request: 0 });
+    assert.equal(detail.resultsSeen[ids[0]], `ran:${ids[0]}`);
+    // Bodies are not kept for generated scenarios, only their length.
+    const rec = await (await fetch(`${srv.base}/__scenarios/${a}/requests`)).json();
+    assert.deepEqual(rec[0].body, { omitted: true, messages: 2 });
+    assert.equal((await fetch(`${srv.base}/__scenarios/${b}/generated`)).status, 200);
+  });
+
+  test('validation: every broken conversation is an invalid request, with the reason', async () => {
+    const id = await scenario({ generate: { tool: 'delete_file', calls: [2, 2], delayMs: [0, 0] } });
+    const first = await ask(id, [{ role: 'user', content: 'go' }]);
+    const calls = first.choices[0].message.tool_calls;
+    const [x, y] = calls.map((c) => c.id);
+    const head = [{ role: 'user', content: 'go' }, callsMsg(calls)];
+    const ok = [...head, tool(x, `ran:${x}`), tool(y, 'TOOL NOT EXECUTED. rejected')];
+    const answer = (await ask(id, ok)).choices[0].message.content;
+    assert.equal((await info(id)).invalidRequests, 0);
+
+    const cases = [
+      [[...head, tool(x, `ran:${x}`)], /calls without a result before the end of the request: call_gen_\d+/],
+      [[...head, tool(x, `ran:${x}`), tool(x, `ran:${x}`), tool(y, 'r')], /result for call_gen_\d+ twice/],
+      [[...head, tool(x, `ran:${x}`), tool(y, 'r'), tool('call_other', 'r')], /result for call_other without its call/],
+      [[...head, tool(x, ''), tool(y, 'r')], /empty result/],
+      [[...ok, { role: 'assistant', content: answer }, { role: 'user', content: 'go' }], /user text duplicated/],
+      [[...ok, { role: 'assistant', content: answer }, { role: 'user', content: 'u2' }, callsMsg(calls), tool(x, `ran:${x}`), tool(y, 'r')],
+        /call call_gen_\d+ duplicated/],
+      [[...ok, { role: 'assistant', content: 'I made this up' }, { role: 'user', content: 'u3' }], /assistant text not generated here/],
+      [[...ok, { role: 'assistant', content: answer }, { role: 'assistant', content: answer }, { role: 'user', content: 'u4' }], /assistant text duplicated/],
+      [[{ role: 'user', content: 'go' }, callsMsg([calls[1]]), tool(y, 'r')], /are not the generated turn/],
+      [[{ role: 'user', content: 'go' }, callsMsg([{ id: 'call_zzz', function: { name: 'delete_file', arguments: '{}' } }]), tool('call_zzz', 'r')],
+        /call call_zzz not generated here/],
+      [[{ role: 'user', content: 'go' }, callsMsg([{ ...calls[0], function: { name: 'delete_file', arguments: '{"path":"/etc"}' } }, calls[1]]),
+        tool(x, 'a'), tool(y, 'b')], /other arguments than generated/],
+      [[...head, tool(x, 'something else'), tool(y, 'TOOL NOT EXECUTED. rejected')], /result for call_gen_\d+ changed from "ran:call_gen_\d+"/],
+      [[tool(x, `ran:${x}`), { role: 'user', content: 'u5' }], /starts with result/],
+      [[...ok, { role: 'assistant', content: answer }], /ends with assistant/],
+    ];
+    for (const [i, [messages, why]] of cases.entries()) {
+      const before = await info(id);
+      const r = await openaiReq(id, { messages });
+      assert.equal(r.status, 200, 'an invalid request is still answered');
+      await r.text();
+      const after = await info(id);
+      assert.equal(after.invalidRequests, before.invalidRequests + 1, `case ${i} counted`);
+      const mine = after.problems.filter((p) => p.request === after.requests - 1).map((p) => p.problem);
+      assert.ok(mine.some((p) => why.test(p)), `case ${i}: ${why} in ${JSON.stringify(mine)}`);
+    }
+    const rec = await (await fetch(`${srv.base}/__scenarios/${id}/requests`)).json();
+    assert.equal(rec.filter((r) => r.invalid).length, cases.length, 'recorded requests carry their problems');
+  });
+
+  test('Anthropic-shaped requests are validated too', async () => {
+    const id = await scenario({ generate: { tool: 'delete_file', calls: [1, 1], delayMs: [0, 0] } });
+    const r = await (await anthropicReq(id, { messages: [{ role: 'user', content: 'go' }] })).json();
+    const use = r.content.find((b) => b.type === 'tool_use');
+    assert.deepEqual(use.input, { path: `/tmp/${use.id}` });
+    const conv = [{ role: 'user', content: 'go' }, { role: 'assistant', content: [use] }];
+    const good = await (await anthropicReq(id, { messages: [...conv, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'ran' }] }] })).json();
+    assert.match(good.content[0].text, /^Answer \d+\.$/);
+    assert.equal((await info(id)).invalidRequests, 0);
+    await (await anthropicReq(id, { messages: [...conv, { role: 'user', content: 'no result' }] })).text();
+    const g = await info(id);
+    assert.equal(g.invalidRequests, 1);
+    assert.match(g.problems[0].problem, /calls without a result before user text/);
+  });
+
+  test('bad generate specs are refused', async () => {
+    for (const [spec, why] of [
+      [{ generate: {} }, /generate.tool/],
+      [{ generate: { tool: 't', colour: 1 } }, /unknown field "colour"/],
+      [{ generate: { tool: 't', calls: [0, 2] } }, /at least 1/],
+      [{ generate: { tool: 't', delayMs: [5, 1] } }, /min <= max/],
+      [{ generate: { tool: 't', idPrefix: 'a b' } }, /idPrefix/],
+      [{ generate: { tool: 't' }, turns: [] }, /without "turns"/],
+    ]) {
+      const r = await fetch(`${srv.base}/__scenarios`, { method: 'POST', body: json(spec) });
+      assert.equal(r.status, 400);
+      assert.match((await r.json()).error, why);
+    }
+    const plain = await scenario({ turns: [{ text: 'x' }] });
+    assert.equal((await fetch(`${srv.base}/__scenarios/${plain}/generated`)).status, 404);
+  });
+});
+
 describe('process lifecycle', () => {
   test('exits on SIGTERM and after --ttl-seconds', async () => {
     const a = await startChild(['--port', '0']);
