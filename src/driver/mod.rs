@@ -317,23 +317,82 @@ pub async fn run(
             });
         })
     };
-    let owner = Ownership {
-        me: me.clone(),
-        lock_held: held.is_some(),
+    let hold = Hold {
+        owner: Ownership {
+            me,
+            lock_held: held.is_some(),
+        },
+        renewal,
+        held,
+        _guard,
     };
-    let result = drive(s, opts, &owner).await;
-    drop(renewal);
+    match drive(s, opts, &hold.owner).await {
+        Ok(Ended::Done(outcome)) => finish(s, hold, Ok(outcome)).await,
+        Err(e) => finish(s, hold, Err(e)).await,
+        Ok(Ended::Detached(call_id, pending)) => {
+            // The caller gets `aborted` now. The run keeps owning the thread while the tool may
+            // still settle, so that nobody decides the call meanwhile (docs/design.md, "Late
+            // results"); after the grace it is re-gated and a later result is still kept.
+            let (s, opts) = (s.clone(), opts.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let settled = tools::settled_within(&pending, ABORT_GRACE_MS).await;
+                let gave_up = settled.is_none();
+                let t = now() as u64;
+                let next = match settled {
+                    Some(outcome) => s.borrow_mut().engine.tool_outcome(&call_id, outcome, t),
+                    None => s.borrow_mut().engine.abandon_tool(&call_id, t),
+                };
+                // With the caller's (aborted) signal the run stops at its next step.
+                let result = match next {
+                    Ok(()) => drive(&s, &opts, &hold.owner).await.map(|_| None),
+                    Err(e) => Err(e.into()),
+                };
+                let _ = finish(&s, hold, result).await;
+                if gave_up {
+                    let outcome = tools::settled(pending).await;
+                    late_result(s, call_id, outcome).await;
+                }
+            });
+            Err(AgentError::Aborted)
+        }
+    }
+}
+
+/// How long a run that was aborted while a tool's `execute` had not settled keeps owning the
+/// thread, waiting for it, before it re-gates the call.
+const ABORT_GRACE_MS: f64 = 10_000.0;
+
+/// What a run holds until it ends: its identity for writes, the lease renewal, the Web Lock,
+/// and this agent's "running" flag.
+struct Hold {
+    owner: Ownership,
+    renewal: locks::Every,
+    held: Option<locks::Held>,
+    _guard: RunningGuard,
+}
+
+/// Ends a run: a run that failed after a write may have left its lease behind, so it is
+/// cleared (the stored thread is otherwise as the last successful write left it); then the
+/// lock and the "running" flag are let go.
+async fn finish(
+    s: &Shared,
+    hold: Hold,
+    result: Result<Option<Outcome>, AgentError>,
+) -> Result<Option<Outcome>, AgentError> {
+    drop(hold.renewal);
     if result.is_err() {
-        // A run that fails after a write may leave its lease behind: clear it (the stored
-        // thread is otherwise as the last successful write left it).
-        let _ = store.release(&thread, &me).await;
+        let (store, thread) = {
+            let g = s.borrow();
+            (g.store.clone(), g.thread_id.clone())
+        };
+        let _ = store.release(&thread, &hold.owner.me).await;
         if s.borrow().engine.is_running() && reload(s).await.is_err() {
             // The stored state cannot even be read: stop, keeping the last known view, so
             // that the next call reports the storage error again instead of `busy`.
             s.borrow_mut().engine.stop();
         }
     }
-    drop(held);
+    drop(hold.held);
     result
 }
 
@@ -341,6 +400,13 @@ pub async fn run(
 struct Ownership {
     me: String,
     lock_held: bool,
+}
+
+/// How `drive` ended.
+enum Ended {
+    Done(Option<Outcome>),
+    /// The caller aborted while this call's `execute` had not settled: its Promise.
+    Detached(String, js_sys::Promise),
 }
 
 /// The late result of a call this agent gave up waiting for: kept if the call still waits
@@ -367,15 +433,13 @@ async fn late_result(s: Shared, call_id: String, outcome: Result<Value, String>)
     );
 }
 
-async fn drive(
-    s: &Shared,
-    opts: &RunOptions,
-    owner: &Ownership,
-) -> Result<Option<Outcome>, AgentError> {
+async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended, AgentError> {
     let ev = &opts.events;
     loop {
         let step = s.borrow_mut().engine.poll();
-        let Some(step) = step else { return Ok(None) };
+        let Some(step) = step else {
+            return Ok(Ended::Done(None));
+        };
         match step {
             Step::Persist(commit) => {
                 let keep = !s.borrow().engine.run_ends_after_write();
@@ -486,19 +550,9 @@ async fn drive(
                         {
                             tools::Execution::Settled(outcome) => outcome,
                             // Aborted while `execute` had not settled: it may still take
-                            // effect, so the call is re-gated like one cut off by a closed
-                            // page, and a result that arrives later is kept.
+                            // effect. `run` decides what happens to it.
                             tools::Execution::Abandoned(pending) => {
-                                s.borrow_mut()
-                                    .engine
-                                    .abandon_tool(&inv.call_id, now() as u64)?;
-                                let _ = Box::pin(drive(s, &RunOptions::default(), owner)).await;
-                                let (s2, id) = (s.clone(), inv.call_id.clone());
-                                wasm_bindgen_futures::spawn_local(async move {
-                                    let outcome = pending.await;
-                                    late_result(s2, id, outcome).await;
-                                });
-                                return Err(AgentError::Aborted);
+                                return Ok(Ended::Detached(inv.call_id, pending));
                             }
                         }
                     }
@@ -518,7 +572,7 @@ async fn drive(
                     let g = s.borrow();
                     ev.with_message(outcome_status(outcome), g.engine.tail());
                 }
-                return Ok(Some(outcome));
+                return Ok(Ended::Done(Some(outcome)));
             }
         }
     }

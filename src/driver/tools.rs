@@ -7,14 +7,19 @@ use crate::engine::{PolicyVerdict, ToolSpec};
 use crate::js::convert::{from_js, to_js};
 use js_sys::{Function, Promise, Reflect};
 use serde_json::{Map, Value, json};
-use std::future::Future;
-use std::pin::Pin;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 // Resolves to true once `p` settles, or to false when `signal` aborts first. A function that
 // honours `ctx.signal` settles in the microtasks after the abort: it gets until the next task.
 #[wasm_bindgen(inline_js = r#"
+export function gh_settled_within(p, ms) {
+  return new Promise((res) => {
+    const timer = setTimeout(() => res(false), ms);
+    const settled = () => { clearTimeout(timer); res(true); };
+    p.then(settled, settled);
+  });
+}
 export function gh_settled_before_abort(p, signal) {
   return new Promise((res) => {
     const settled = () => res(true);
@@ -26,6 +31,7 @@ export function gh_settled_before_abort(p, signal) {
 "#)]
 extern "C" {
     fn gh_settled_before_abort(p: &Promise, signal: &web_sys::AbortSignal) -> Promise;
+    fn gh_settled_within(p: &Promise, ms: f64) -> Promise;
 }
 
 #[derive(Clone)]
@@ -144,8 +150,8 @@ async fn call_maybe_async(
 /// How a tool's `execute` ended.
 pub enum Execution {
     Settled(Result<Value, String>),
-    /// The run's signal aborted before it settled; the future resolves when it does.
-    Abandoned(Pin<Box<dyn Future<Output = Result<Value, String>>>>),
+    /// The run's signal aborted before it settled: its Promise.
+    Abandoned(Promise),
 }
 
 /// A tool's return value as its outcome. `Err` carries the message the model will see in a
@@ -156,6 +162,21 @@ fn outcome(r: Result<JsValue, JsValue>) -> Result<Value, String> {
         return Ok(Value::String(s));
     }
     from_js(&out).map_err(|e| format!("the tool returned a value that is not JSON: {e}"))
+}
+
+/// The outcome of an abandoned `execute` once it settles.
+pub async fn settled(p: Promise) -> Result<Value, String> {
+    outcome(JsFuture::from(p).await)
+}
+
+/// The outcome of an abandoned `execute` if it settles within `ms`.
+pub async fn settled_within(p: &Promise, ms: f64) -> Option<Result<Value, String>> {
+    let done = JsFuture::from(gh_settled_within(p, ms)).await;
+    if done.ok().and_then(|v| v.as_bool()) == Some(true) {
+        Some(settled(p.clone()).await)
+    } else {
+        None
+    }
 }
 
 /// Runs a tool.
@@ -174,9 +195,7 @@ pub async fn execute(
     };
     match call_maybe_async(f, &to_js(inputs), &ctx(call_id, thread_id, signal), signal).await {
         Answer::Now(r) => Execution::Settled(outcome(r)),
-        Answer::Abandoned(p) => {
-            Execution::Abandoned(Box::pin(async move { outcome(JsFuture::from(p).await) }))
-        }
+        Answer::Abandoned(p) => Execution::Abandoned(p),
     }
 }
 

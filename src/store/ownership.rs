@@ -13,12 +13,13 @@ use super::record::{StoreError, ThreadRecord, check_writable};
 use serde::Serialize;
 
 /// How long a lease lasts without renewal. Only a lease written without a Web Lock depends on
-/// it: such a thread whose owner died waits this long before another agent may take it over.
-/// Long enough for a background tab whose timers the browser throttles to once a minute.
-pub const LEASE_MS: f64 = 90_000.0;
+/// it: such a thread whose owner died waits this long before another agent may take it over,
+/// and a live owner must renew within it (three renewals fit; browsers delay the timers of a
+/// background tab by a second, and by up to a minute only after five hidden minutes).
+pub const LEASE_MS: f64 = 30_000.0;
 
 /// How often the owner renews its lease while a step (a model call, a tool) is under way.
-pub const RENEW_MS: f64 = 20_000.0;
+pub const RENEW_MS: f64 = 10_000.0;
 
 /// The claim of the agent running the thread, stored in the thread record.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -136,38 +136,74 @@ test('retry() from a stale view is a conflict that sends nothing to the model', 
   assert.equal((await sc.requests()).length, 2, 'the stale retry sent nothing');
 });
 
-test('a tool that never settles: abort() ends the call at once, the call is re-gated, and its late result is kept', T, async (t) => {
+/** In the page: an agent whose delete_file never settles until `window.finish(value)`; it
+ *  ignores ctx.signal, as a tool stuck on something may. */
+const openHanging = async ({ model, db }) => {
+  const { gh } = window;
+  let finish;
+  const late = new Promise((r) => { finish = r; });
+  window.finish = finish;
+  const tool = gh.tool('delete_file', { requireApproval: true, execute: async () => { gh.calls.push(1); return late; } });
+  window.agent = await gh.Agent.open({ threadId: 't', model, storage: { database: db }, tools: [tool] });
+  await window.agent.chat('go');
+  window.ctl = new AbortController();
+  window.decided = window.agent.submitDecisions({ call_hang: 'approve' }, { signal: window.ctl.signal })
+    .then(() => null, (e) => gh.errorInfo(e));
+  await gh.until(() => gh.calls.length === 1);
+  const runningStatus = window.agent.status();
+  const t0 = performance.now();
+  window.ctl.abort('user pressed stop');
+  const err = await window.decided;
+  return { runningStatus, err, ms: performance.now() - t0, after: window.agent.status() };
+};
+
+test('abort() while a tool is still running: aborted at once, the run waits for the tool, its result is stored, never re-gated', T, async (t) => {
+  const { page } = await h.open(t);
+  const sc = await h.scenario([gated('call_hang', '/slow'), { text: 'After the result.' }]);
+  const first = await run(page, openHanging, { model: sc.openai(), db: uid('db') });
+  assert.equal(first.runningStatus, 'running', 'status() says running, not interrupted, while a tool runs');
+  assert.equal(first.err?.code, 'aborted');
+  assert.ok(first.ms < 2_000, `aborted promptly (${first.ms} ms)`);
+  assert.equal(first.after, 'running', 'the run still owns the thread while the tool may finish');
+  const r = await run(page, async () => {
+    const { gh, agent } = window;
+    const busy = await gh.error(() => agent.submitDecisions({ call_hang: 'approve' }));
+    window.finish('finally done');
+    await gh.until(() => agent.status() !== 'running');
+    const status = agent.status();
+    const pending = agent.pendingTools();
+    const done = await agent.retry();
+    return { busy, status, pending, done: done.status, calls: gh.calls.length, messages: await agent.messages() };
+  });
+  assert.equal(r.busy?.code, 'busy');
+  assert.equal(r.status, 'interrupted', 'the result is stored; the model call was aborted');
+  assert.deepEqual(r.pending, []);
+  assert.equal(r.done, 'completed');
+  assert.equal(r.calls, 1, 'never run twice');
+  assert.equal(r.messages[2].tools[0].result, 'finally done');
+  assert.equal(r.messages[1].tools[0].approval, 'approved');
+});
+
+test('abort() while a tool never settles: after the grace the call is re-gated; a result that comes later is kept', { timeout: 90_000 }, async (t) => {
   const { page } = await h.open(t);
   const sc = await h.scenario([gated('call_hang', '/slow'), { text: 'After the late result.' }]);
-  const r = await run(page, async ({ model, db }) => {
-    const { gh } = window;
-    let finish;
-    const late = new Promise((r) => { finish = r; });
-    const tool = gh.tool('delete_file', { requireApproval: true, execute: async () => { gh.calls.push(1); return late; } });
-    const agent = await gh.Agent.open({ threadId: 't', model, storage: { database: db }, tools: [tool] });
-    await agent.chat('go');
-    const ctl = new AbortController();
-    const p = agent.submitDecisions({ call_hang: 'approve' }, { signal: ctl.signal });
-    await gh.until(() => gh.calls.length === 1);
-    const runningStatus = agent.status();
-    const t0 = performance.now();
-    ctl.abort('user pressed stop');
-    const err = await p.then(() => null, (e) => gh.errorInfo(e));
-    const ms = performance.now() - t0;
+  const first = await run(page, openHanging, { model: sc.openai(), db: uid('db') });
+  assert.equal(first.err?.code, 'aborted');
+  assert.ok(first.ms < 2_000, `aborted promptly (${first.ms} ms)`);
+  const r = await run(page, async () => {
+    const { gh, agent } = window;
+    await gh.until(() => agent.status() !== 'running', 20_000);
     const regated = { status: agent.status(), pending: agent.pendingTools() };
-    finish('finally done');
+    window.finish('finally done');
     await gh.until(() => agent.status() === 'interrupted');
     const afterLate = { status: agent.status(), tail: agent.lastMessage() };
     const done = await agent.retry();
-    return { runningStatus, err, ms, regated, afterLate, done, calls: gh.calls.length, messages: await agent.messages() };
-  }, { model: sc.openai(), db: uid('db') });
-  assert.equal(r.runningStatus, 'running', 'status() says running, not interrupted, while a tool runs');
-  assert.equal(r.err?.code, 'aborted');
-  assert.ok(r.ms < 2_000, `aborted promptly (${r.ms} ms)`);
+    return { regated, afterLate, done: done.status, calls: gh.calls.length, messages: await agent.messages() };
+  }, undefined, 40_000);
   assert.equal(r.regated.status, 'awaiting_approval');
   assert.match(r.regated.pending[0].approvalReason, /may or may not have taken effect/);
   assert.equal(r.afterLate.tail.tools[0].approval, 'approved', 'the late result resolved the re-gated call');
-  assert.equal(r.done.status, 'completed');
+  assert.equal(r.done, 'completed');
   assert.equal(r.calls, 1, 'never run twice');
   assert.equal(r.messages[2].tools[0].result, 'finally done');
 });
