@@ -295,8 +295,8 @@ fn any_message_text() -> impl Strategy<Value = String> {
     ]
 }
 
-/// Equal JSON, except that a float may come back a few units in the last place off: serde_json
-/// reads floats that way unless its `float_roundtrip` feature is on.
+/// Equal JSON, except that a float may come back a few units in the last place off (see
+/// [`float_numbers_round_trip`]).
 fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) if x.is_f64() && y.is_f64() => {
@@ -406,6 +406,31 @@ proptest! {
             last = Some(n);
         }
     }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Floats in messages. serde_json reads floats with a fast algorithm that can be off by
+    /// one unit in the last place unless its `float_roundtrip` feature is on, so a message
+    /// with a float in its inputs changes each time it is read and written again.
+    #[test]
+    #[ignore = "known bug: serde_json needs its `float_roundtrip` feature"]
+    fn float_numbers_round_trip(v in canonical_message(json_with(arb_float().boxed()))) {
+        check_round_trip(&v)?;
+    }
+}
+
+/// What [`float_numbers_round_trip`] finds, on a plausible input: a longitude written as
+/// 115.83286009028485 is read as 115.83286009028484, so a tool gets a value the model did not
+/// send; other values (e.g. 5.965517613953102e-245) change again at every later read and write
+/// of the stored message.
+#[test]
+#[ignore = "known bug: serde_json needs its `float_roundtrip` feature"]
+fn a_float_input_survives_a_read_and_a_write() {
+    let text = r#"{"__id":"msg_1","role":"assistant","content":[],"type":"tool_call","tools":[{"callId":"c","name":"n","description":null,"parameters":[],"inputs":{"lon":115.83286009028485},"result":null}]}"#;
+    let m = row(text).message().unwrap();
+    assert_eq!(m.to_json_string(), text);
 }
 
 // ----- regressions found by the properties above -------------------------------------------
