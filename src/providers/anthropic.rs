@@ -202,7 +202,9 @@ impl Counts {
 
     fn usage(&self) -> Usage {
         usage(
-            self.input + self.cache_read + self.cache_write,
+            self.input
+                .saturating_add(self.cache_read)
+                .saturating_add(self.cache_write),
             self.output,
             self.cache_read,
             0,

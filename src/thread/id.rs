@@ -58,9 +58,10 @@ impl IdGen {
         }
     }
 
-    /// Never hand out an id at or below this one.
+    /// Never hand out an id at or below this one. A number of 2^63 or more is not an id of our
+    /// format (and none could follow `u64::MAX`): such an id is not ordered against.
     pub fn observe(&mut self, id: &MessageId) {
-        if let Some(n) = id.number() {
+        if let Some(n) = id.number().filter(|&n| n < 1 << 63) {
             self.last = self.last.max(n);
         }
     }

@@ -1,0 +1,447 @@
+//! Fuzzing of what is read back from storage (or handed over as a seed thread): thread
+//! records, message rows, and the message ids in them. Bounded: 256 cases per property
+//! (`PROPTEST_CASES` overrides it); no failure files are written.
+#![cfg(not(target_arch = "wasm32"))]
+
+use gatehouse::store::{MessageRow, StoreError, ThreadRecord};
+use gatehouse::thread::{IdGen, Message, MessageId};
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::Index;
+use serde_json::{Map, Value, json};
+
+const RECORD: &str = include_str!("fixtures/store/v1_thread_record.json");
+const GOLDEN: &str = include_str!("fixtures/golden/mixed_approval.txt");
+const MESSAGES: &[&str] = &[
+    include_str!("fixtures/thread/assistant.json"),
+    include_str!("fixtures/thread/mixed_blocks.json"),
+    include_str!("fixtures/thread/seed_tool_call_pending.json"),
+    include_str!("fixtures/thread/tool_call_result.json"),
+    include_str!("fixtures/thread/user.json"),
+];
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+// ----- generators -------------------------------------------------------------------------
+
+#[rustfmt::skip]
+const KEYS: &[&str] = &[
+    "__id", "role", "content", "usage", "type", "tools", "meta", "text", "callId", "name",
+    "description", "parameters", "inputs", "result", "approval", "approvalReason", "rejectReason",
+    "input_tokens", "output_tokens", "id", "schemaVersion", "version", "createdAt", "updatedAt",
+    "messageCount", "title", "policies", "run", "pendingApprovals", "callMessageId", "results",
+    "started", "enabled", "autoApprove",
+];
+#[rustfmt::skip]
+const WORDS: &[&str] = &[
+    "user", "assistant", "text", "tool_call", "tool_call_result", "pending", "approved",
+    "rejected", "msg_1", "msg_18446744073709551615", "reasoning",
+];
+
+/// Any string Rust can hold: any scalar value, so no lone surrogate.
+fn arb_string() -> impl Strategy<Value = String> {
+    prop_oneof![
+        2 => "[a-z_ ]{0,8}",
+        3 => vec(any::<char>(), 0..12).prop_map(String::from_iter),
+        1 => prop::sample::select(WORDS).prop_map(str::to_owned),
+    ]
+}
+
+fn arb_int() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        (0u64..10).prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        prop::sample::select(&[u64::MAX, 1 << 53, (1 << 53) + 1, 1 << 63][..])
+            .prop_map(Value::from),
+        Just(Value::from(i64::MIN)),
+    ]
+}
+
+fn arb_float() -> impl Strategy<Value = Value> {
+    any::<f64>().prop_filter_map("finite", |f| {
+        serde_json::Number::from_f64(f).map(Value::Number)
+    })
+}
+
+/// JSON whose numbers come from `number`, nested up to four levels.
+fn json_with(number: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        number,
+        arb_string().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        let key = prop_oneof![
+            prop::sample::select(KEYS).prop_map(str::to_owned),
+            arb_string()
+        ];
+        prop_oneof![
+            vec(inner.clone(), 0..4).prop_map(Value::Array),
+            vec((key, inner), 0..4).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+    .boxed()
+}
+
+fn arb_json() -> BoxedStrategy<Value> {
+    json_with(prop_oneof![arb_int(), arb_float()].boxed())
+}
+
+fn nullable(s: impl Strategy<Value = String>) -> impl Strategy<Value = Value> {
+    prop::option::of(s).prop_map(|s| s.map_or(Value::Null, Value::String))
+}
+
+fn object(v: BoxedStrategy<Value>) -> impl Strategy<Value = Map<String, Value>> {
+    vec((arb_string(), v), 0..4).prop_map(|kv| kv.into_iter().collect())
+}
+
+/// A message exactly as this crate writes it (SPEC §2): `__id`, metadata, `role`, `content`,
+/// `usage` when known, then `type` and `tools` for tool messages.
+fn canonical_message(json: BoxedStrategy<Value>) -> impl Strategy<Value = Value> {
+    let text_block = (arb_string(), object(json.clone())).prop_map(|(content, meta)| {
+        let meta = if meta.is_empty() {
+            json!([])
+        } else {
+            Value::Object(meta)
+        };
+        json!({ "type": "text", "content": content, "meta": meta })
+    });
+    // Any other block is kept as written; only a bare text block is typed.
+    let other_block =
+        (arb_string(), object(json.clone())).prop_filter_map("a text block", |(t, mut o)| {
+            o.insert("type".into(), Value::String(t));
+            let plain = o["type"] == "text"
+                && o.get("content").is_some_and(Value::is_string)
+                && o.keys()
+                    .all(|k| matches!(k.as_str(), "type" | "content" | "meta"));
+            (!plain).then_some(Value::Object(o))
+        });
+    let entry = (
+        (
+            arb_string(),
+            arb_string(),
+            nullable(arb_string()),
+            json.clone(),
+        ),
+        (object(json.clone()), nullable(arb_string())),
+        prop::option::of((
+            prop::sample::select(&["pending", "approved", "rejected"][..]),
+            nullable(arb_string()),
+            nullable(arb_string()),
+        )),
+    )
+        .prop_map(
+            |((id, name, description, parameters), (inputs, result), approval)| {
+                let mut e = Map::new();
+                e.insert("callId".into(), json!(id));
+                e.insert("name".into(), json!(name));
+                e.insert("description".into(), description);
+                e.insert("parameters".into(), parameters);
+                e.insert("inputs".into(), Value::Object(inputs));
+                e.insert("result".into(), result);
+                if let Some((state, reason, reject)) = approval {
+                    e.insert("approval".into(), json!(state));
+                    e.insert("approvalReason".into(), reason);
+                    e.insert("rejectReason".into(), reject);
+                }
+                Value::Object(e)
+            },
+        );
+    let meta_key = arb_string().prop_filter("a message key", |k| {
+        !matches!(
+            k.as_str(),
+            "__id" | "role" | "content" | "usage" | "type" | "tools"
+        )
+    });
+    (
+        prop_oneof![any::<u64>().prop_map(|n| format!("msg_{n}")), arb_string()],
+        vec((meta_key, json), 0..3),
+        prop::sample::select(&["user", "assistant"][..]),
+        vec(prop_oneof![text_block, other_block], 0..4),
+        prop::option::of([any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()]),
+        prop::option::of((
+            prop::sample::select(&["tool_call", "tool_call_result"][..]),
+            vec(entry, 0..3),
+        )),
+    )
+        .prop_map(|(id, meta, role, content, usage, kind)| {
+            let mut m = Map::new();
+            m.insert("__id".into(), json!(id));
+            m.extend(meta);
+            m.insert("role".into(), json!(role));
+            m.insert("content".into(), Value::Array(content));
+            if let Some([i, o, c, r]) = usage {
+                m.insert(
+                    "usage".into(),
+                    json!({ "input_tokens": i, "output_tokens": o,
+                    "cached_input_tokens": c, "reasoning_tokens": r }),
+                );
+            }
+            if let Some((kind, tools)) = kind {
+                m.insert("type".into(), json!(kind));
+                m.insert("tools".into(), Value::Array(tools));
+            }
+            Value::Object(m)
+        })
+}
+
+/// Every node of `v` below the root, as (its parent's JSON pointer, its key in the parent).
+fn nodes(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
+    let children: Vec<(String, &Value)> = match v {
+        Value::Object(m) => m.iter().map(|(k, c)| (k.clone(), c)).collect(),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i.to_string(), c))
+            .collect(),
+        _ => return,
+    };
+    for (k, c) in children {
+        nodes(
+            c,
+            &format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+            out,
+        );
+        out.push((at.to_owned(), k));
+    }
+}
+
+/// Replaces or deletes one node of `v` (the root can only be replaced).
+fn mutate_value(v: &mut Value, at: Index, delete: bool, with: Value) {
+    let mut ns = Vec::new();
+    nodes(v, "", &mut ns);
+    let pick = at.index(ns.len() + 1);
+    let Some((parent, key)) = ns.get(pick) else {
+        *v = with;
+        return;
+    };
+    match v.pointer_mut(parent) {
+        Some(Value::Object(m)) if delete => {
+            m.shift_remove(key);
+        }
+        Some(Value::Object(m)) => {
+            m.insert(key.clone(), with);
+        }
+        Some(Value::Array(a)) => {
+            let i: usize = key.parse().unwrap();
+            if delete {
+                a.remove(i);
+            } else {
+                a[i] = with;
+            }
+        }
+        other => panic!("{parent}: {other:?}"),
+    }
+}
+
+/// Valid text damaged: JSON nodes replaced or deleted, then bytes flipped, inserted, removed
+/// or cut.
+fn damaged(base: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+    (
+        base,
+        vec((any::<Index>(), any::<bool>(), arb_json()), 0..4),
+        vec((any::<Index>(), 0u8..4, any::<u8>()), 0..4),
+        prop::option::weighted(0.3, any::<Index>()),
+    )
+        .prop_map(|(text, nodes, bytes, cut)| {
+            let mut v: Value = serde_json::from_str(&text).unwrap();
+            for (at, delete, with) in nodes {
+                mutate_value(&mut v, at, delete, with);
+            }
+            let mut b = serde_json::to_vec(&v).unwrap();
+            for (at, op, byte) in bytes {
+                let i = at.index(b.len().max(1));
+                match (op, b.is_empty()) {
+                    (_, true) | (0, _) => b.insert(i.min(b.len()), byte),
+                    (1, _) => b[i] ^= byte | 1,
+                    _ => {
+                        b.remove(i);
+                    }
+                }
+            }
+            if let Some(c) = cut {
+                b.truncate(c.index(b.len() + 1));
+            }
+            String::from_utf8_lossy(&b).into_owned()
+        })
+}
+
+fn any_message_text() -> impl Strategy<Value = String> {
+    // The golden file is the suspended tail, then the whole thread as an array.
+    let mut golden: Vec<String> = MESSAGES.iter().map(|s| (*s).to_owned()).collect();
+    for v in serde_json::Deserializer::from_str(GOLDEN).into_iter::<Value>() {
+        match v.unwrap() {
+            Value::Array(a) => golden.extend(a.iter().map(Value::to_string)),
+            one => golden.push(one.to_string()),
+        }
+    }
+    prop_oneof![
+        3 => damaged(prop::sample::select(golden)),
+        2 => damaged(canonical_message(arb_json()).prop_map(|v| v.to_string())),
+        1 => arb_json().prop_map(|v| v.to_string()),
+        1 => vec(any::<char>(), 0..64).prop_map(String::from_iter),
+    ]
+}
+
+/// Equal JSON, except that a float may come back a few units in the last place off (see
+/// [`float_numbers_round_trip`]).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) if x.is_f64() && y.is_f64() => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            x.is_sign_negative() == y.is_sign_negative() && x.to_bits().abs_diff(y.to_bits()) <= 2
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((k, x), (l, y))| k == l && same_json(x, y))
+        }
+        _ => a == b,
+    }
+}
+
+fn row(json: &str) -> MessageRow {
+    MessageRow {
+        seq: 7,
+        json: json.to_owned(),
+    }
+}
+
+/// serialize(deserialize(x)) == x, by both the serde path and the store's row path, for the
+/// compact text and (to the compact text) for a pretty-printed one.
+fn check_round_trip(v: &Value) -> Result<(), TestCaseError> {
+    let text = v.to_string();
+    let m: Message =
+        serde_json::from_str(&text).map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+    prop_assert_eq!(&m.to_json_string(), &text);
+    prop_assert_eq!(&row(&text).message().unwrap(), &m);
+    let pretty = serde_json::to_string_pretty(v).unwrap();
+    prop_assert_eq!(&row(&pretty).message().unwrap().to_json_string(), &text);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Damaged or random rows never panic; what reads back is stable under a write and a read.
+    #[test]
+    fn message_rows_never_panic(json in any_message_text()) {
+        match row(&json).message() {
+            Ok(m) => {
+                let _ = (m.text(), m.is_suspended(), m.id.number());
+                let again = row(&m.to_json_string()).message().unwrap();
+                let (a, b) = (serde_json::to_value(&m).unwrap(), serde_json::to_value(&again).unwrap());
+                prop_assert!(same_json(&a, &b), "{a}\nvs\n{b}");
+            }
+            Err(StoreError::Corrupt(msg)) => prop_assert!(msg.starts_with("message 7 ")),
+            Err(e) => prop_assert!(false, "{e:?}"),
+        }
+    }
+
+    #[test]
+    fn records_never_panic(
+        json in prop_oneof![
+            3 => damaged(Just(RECORD.to_owned())),
+            1 => arb_json().prop_map(|v| v.to_string()),
+        ],
+    ) {
+        if let Ok(r) = serde_json::from_str::<ThreadRecord>(&json) {
+            let text = serde_json::to_string(&r).unwrap();
+            let again: ThreadRecord = serde_json::from_str(&text).unwrap();
+            let (a, b) = (serde_json::to_value(&r).unwrap(), serde_json::to_value(&again).unwrap());
+            prop_assert!(same_json(&a, &b), "{a}\nvs\n{b}");
+        }
+    }
+
+    /// Messages as this crate writes them, with any text, big integers and nested inputs,
+    /// read and written again byte for byte.
+    #[test]
+    fn valid_messages_round_trip_byte_for_byte(v in canonical_message(json_with(arb_int().boxed()))) {
+        check_round_trip(&v)?;
+    }
+
+    /// Whatever id a stored tail has, the next ids are well formed, increasing, and after it
+    /// when it has our format (a number below 2^63).
+    #[test]
+    fn ids_after_any_stored_id(
+        id in prop_oneof![
+            any::<u64>().prop_map(|n| format!("msg_{n}")),
+            prop::sample::select(&[u64::MAX, u64::MAX - 1, 1 << 63, (1 << 63) - 1, (1 << 63) - 2, 0][..])
+                .prop_map(|n| format!("msg_{n}")),
+            "msg_[+0-9]{1,22}",
+            arb_string(),
+        ],
+        machine in any::<u64>(),
+        clocks in vec(prop_oneof![any::<u64>(), 1_700_000_000_000u64..1_900_000_000_000], 1..4),
+    ) {
+        let stored = MessageId::from_raw(id);
+        let mut g = IdGen::new(machine);
+        g.observe(&stored);
+        let mut last = None;
+        for now in clocks {
+            let next = g.next(now);
+            let n = next.number().unwrap();
+            prop_assert_eq!(next.as_str(), format!("msg_{n}"));
+            // Below 2^63 while there is room (the first id after one of our format).
+            if let Some(k) = stored.number().filter(|&k| k < (1 << 63) - 1 && last.is_none()) {
+                prop_assert!(n > k && n < 1 << 63, "{n} after {k}");
+            }
+            prop_assert!(last.is_none_or(|l| n > l));
+            last = Some(n);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Floats in messages. serde_json reads floats with a fast algorithm that can be off by
+    /// one unit in the last place unless its `float_roundtrip` feature is on, so a message
+    /// with a float in its inputs changes each time it is read and written again.
+    #[test]
+    #[ignore = "known bug: serde_json needs its `float_roundtrip` feature"]
+    fn float_numbers_round_trip(v in canonical_message(json_with(arb_float().boxed()))) {
+        check_round_trip(&v)?;
+    }
+}
+
+/// What [`float_numbers_round_trip`] finds, on a plausible input: a longitude written as
+/// 115.83286009028485 is read as 115.83286009028484, so a tool gets a value the model did not
+/// send; other values (e.g. 5.965517613953102e-245) change again at every later read and write
+/// of the stored message.
+#[test]
+#[ignore = "known bug: serde_json needs its `float_roundtrip` feature"]
+fn a_float_input_survives_a_read_and_a_write() {
+    let text = r#"{"__id":"msg_1","role":"assistant","content":[],"type":"tool_call","tools":[{"callId":"c","name":"n","description":null,"parameters":[],"inputs":{"lon":115.83286009028485},"result":null}]}"#;
+    let m = row(text).message().unwrap();
+    assert_eq!(m.to_json_string(), text);
+}
+
+// ----- regressions found by the properties above -------------------------------------------
+
+/// A stored id of `u64::MAX` (not our format, but any writer may store anything) made the
+/// next id overflow: a panic in debug builds, `msg_0` in release.
+#[test]
+fn an_id_after_the_largest_number() {
+    let mut g = IdGen::new(0);
+    g.observe(&MessageId::from_raw("msg_18446744073709551615"));
+    let n = g.next(0).number().unwrap();
+    assert!(n < 1 << 63);
+    assert!(g.next(0).number().unwrap() > n);
+}
