@@ -6,7 +6,7 @@ WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-ru
 	CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=300
 
 .PHONY: test setup test-native check-core-pure check-wasm pkg test-types test-model-server \
-	test-node test-browser-store test-browser test-demo test-package demo bench fmt
+	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
 	test-node test-browser-store test-browser test-demo test-package
@@ -68,6 +68,14 @@ test-package: pkg
 bench: setup pkg
 	@command -v twiggy >/dev/null || cargo install twiggy --version 0.8.0   # the wasm-by-crate row
 	node bench/run.mjs
+
+# The run-ownership simulation (tests/simulation.rs) on many more seeds than `cargo test`
+# runs: both modes (with and without Web Locks) for SIM_SECONDS; prints seeds and steps per
+# minute, and each failing seed with its trace and replay command.
+SIM_SECONDS ?= 60
+simulate:
+	GATEHOUSE_SIM_SECONDS=$(SIM_SECONDS) cargo test --release --test simulation many_seeds -- \
+	  --ignored --nocapture
 
 fmt:
 	cargo fmt

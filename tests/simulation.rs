@@ -1,0 +1,396 @@
+//! Deterministic simulation of the run-ownership protocol (in the spirit of FoundationDB's and
+//! TigerBeetle's simulators): 2–6 tabs (agents) run one thread over one `MemoryStore` (the real
+//! commit rule), one Web Lock table (or none), one clock, a model, approval policies, tools and
+//! humans, all driven by a seeded scheduler that interleaves every store operation, lock
+//! operation, model call, tool start and finish, renewal and clock advance, and injects tab
+//! crashes (and reopenings), pauses, sleeps and clock jumps. The driver's protocol
+//! (src/driver/mod.rs) is mirrored step for step in `simulation/driver.rs` with the same pure
+//! functions: `admit`, `must_recover`, `Writer`, `Engine::run_ends_after_write`.
+//!
+//! Invariants, checked as the simulation goes and at the end (`simulation/oracle.rs`):
+//! 1. each call is executed at most once (an idempotent call runs again only after every
+//!    earlier execution was cut off by a crash);
+//! 2. an execution that completed in a tab that did not crash before its result was durable
+//!    has exactly that result stored, and is never reported rejected;
+//! 3. a call cut off by a crash keeps its result or is re-gated with the SDK's explanation; no
+//!    stored result lacks the execution that produced it;
+//! 4. every chat's message is stored exactly once if its write succeeded, else never (a chat
+//!    refused `busy`/`conflict` before any write never appears);
+//! 5. every model request is a valid conversation (each call answered once in the next
+//!    message, no result without its call, unique ids, not ending with the assistant);
+//! 6. `started` is set only while its run is live, or after a crash until the next recovery,
+//!    which re-gates the call (or, idempotent, lets it run again);
+//! 7. at most one live run owns the thread at a time;
+//! 8. the stored thread is well-formed (rows, ids, calls followed by their results);
+//! 9. a run that ended leaves no lease of its own behind.
+//!
+//! With Web Locks, live tabs freeze for any length and the wall clock jumps anywhere. Without
+//! them the fixed seeds keep pauses and forward clock jumps within what the protocol needs
+//! there (docs/design.md: safe "as long as a live owner renews its lease within" LEASE_MS): a
+//! fault that would let a live owner's lease lapse before its next renewal is shortened.
+//! "Pauses shorter than LEASE_MS" is not enough for that (see
+//! `without_web_locks_pauses_beyond_what_the_protocol_allows`).
+//!
+//! Two known bugs are counted, not failed on, by the fixed seeds (`Config::tolerate`); the
+//! `known_bug_*` tests reproduce each and fail once it is fixed.
+//!
+//! More seeds: `make simulate` (`GATEHOUSE_SIM_SECONDS=60`, or `GATEHOUSE_SIM_SEEDS=N`); one
+//! seed with its full trace: `GATEHOUSE_SIM_SEED=17 GATEHOUSE_SIM_LOCKS=none cargo test --test
+//! simulation replay -- --ignored --nocapture`; other variants: `explore` below.
+
+#[path = "simulation/mod.rs"]
+mod sim;
+
+use sim::{
+    Broken, Config, KnownBugs, Locks, Pauses, Stats, Violation, invariant_name, simulate, sweep,
+};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const FIXED_SEEDS: u64 = 250;
+
+fn headline(v: &Violation) -> String {
+    let mut lines = v
+        .to_string()
+        .lines()
+        .take(2)
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    lines.iter_mut().for_each(|l| *l = l.trim().to_owned());
+    lines.join(" ")
+}
+
+fn check(name: &str, stats: &Stats, failed: &[Violation], started: Instant) {
+    println!("{name}: {stats} in {:.2?}", started.elapsed());
+    for v in failed {
+        println!("  {}", headline(v));
+    }
+    if let Some(first) = failed.first() {
+        let seeds: Vec<u64> = failed.iter().map(|v| v.seed).collect();
+        panic!(
+            "{name}: {} of {} seeds broke an invariant (seeds {seeds:?}); the first:\n{first}",
+            failed.len(),
+            stats.seeds
+        );
+    }
+}
+
+fn fixed(locks: Locks) {
+    let t = Instant::now();
+    let (stats, failed) = sweep(0..FIXED_SEEDS, locks, |_| {});
+    check(&format!("locks: {}", locks.name()), &stats, &failed, t);
+}
+
+#[test]
+fn fixed_seeds_with_web_locks() {
+    fixed(Locks::Web);
+}
+
+#[test]
+fn fixed_seeds_without_web_locks() {
+    fixed(Locks::Without);
+}
+
+/// The first seed (of `seeds`) whose run breaks one of `invariants`, with the run's violation.
+fn first_caught(
+    locks: Locks,
+    seeds: u64,
+    invariants: &[u8],
+    configure: impl Fn(&mut Config),
+) -> Option<Violation> {
+    (0..seeds).find_map(|seed| {
+        let mut cfg = Config::new(seed, locks);
+        configure(&mut cfg);
+        simulate(cfg)
+            .violation
+            .filter(|v| invariants.contains(&v.invariant))
+    })
+}
+
+/// The checker must not rot: broken copies of the protocol are caught, first by invariant 7
+/// (two live owners), and with that check off by what it leads to: a call executed twice.
+#[test]
+fn broken_protocols_are_caught() {
+    let variants = [
+        (Broken::TakenLockCountsAsHeld, Locks::Web),
+        (Broken::NoOwnership, Locks::Web),
+        (Broken::NoOwnership, Locks::Without),
+        (Broken::NoRenewal, Locks::Without),
+    ];
+    for (broken, locks) in variants {
+        let name = format!("{broken:?} ({} locks)", locks.name());
+        let v = first_caught(locks, 100, &[7], |c| c.broken = broken)
+            .unwrap_or_else(|| panic!("{name}: no seed of 100 broke invariant 7"));
+        println!("{name}: caught\n  {}", headline(&v));
+        let v = first_caught(locks, 300, &[1], |c| {
+            c.broken = broken;
+            c.check_ownership = false;
+        })
+        .unwrap_or_else(|| {
+            panic!("{name}, without the ownership check: no seed of 300 executed a call twice")
+        });
+        println!("  then: {}", headline(&v));
+    }
+}
+
+/// Not a pass/fail test: what happens without Web Locks when a live tab freezes (or the wall
+/// clock jumps forward) for longer than the protocol allows. "Pauses shorter than LEASE_MS" is
+/// not enough: the owner renews every RENEW_MS, so a freeze that starts just before a renewal
+/// lets the lease lapse after LEASE_MS - RENEW_MS, and another tab takes over (re-gates
+/// or re-runs the call) while the owner lives. What is needed is what docs/design.md says: a
+/// live owner renews its lease within LEASE_MS by the wall clock, i.e. freeze + forward jumps +
+/// time since the last renewal < LEASE_MS. Beyond it, the owner's finished result is dropped
+/// when its write is refused (`conflict`), even while the re-gated call is still undecided.
+#[test]
+fn without_web_locks_pauses_beyond_what_the_protocol_allows() {
+    let cases: [(&str, Pauses, bool, u64); 3] = [
+        (
+            "pauses < LEASE_MS, no clock jumps",
+            Pauses::ShorterThanLease,
+            false,
+            300,
+        ),
+        (
+            "pauses and forward jumps < LEASE_MS",
+            Pauses::ShorterThanLease,
+            true,
+            150,
+        ),
+        (
+            "pauses from LEASE_MS - RENEW_MS to 3 x LEASE_MS",
+            Pauses::Beyond,
+            true,
+            100,
+        ),
+    ];
+    for (name, pauses, jumps, seeds) in cases {
+        let t = Instant::now();
+        let mut broke_ownership = Vec::new();
+        let mut by: BTreeMap<u8, Vec<u64>> = BTreeMap::new();
+        for seed in 0..seeds {
+            let mut c = Config::new(seed, Locks::Without);
+            c.pauses = pauses;
+            c.clock_jumps = jumps;
+            c.check_ownership = false;
+            let r = simulate(c);
+            if r.stats.ownership_breaks > 0 {
+                broke_ownership.push(seed);
+            }
+            if let Some(v) = r.violation {
+                by.entry(v.invariant).or_default().push(seed);
+            }
+        }
+        println!(
+            "no web locks, {name}: {} of {seeds} seeds have two live owners at once ({:.2?}): \
+             {broke_ownership:?}",
+            broke_ownership.len(),
+            t.elapsed()
+        );
+        for (inv, seeds) in &by {
+            println!(
+                "  then invariant {inv} ({}): seeds {seeds:?}",
+                invariant_name(*inv)
+            );
+        }
+    }
+}
+
+/// Known bug (src/engine/machine.rs): `run_ends_after_write()` is false after the write that
+/// precedes `Yield(Completed { max_steps_reached: true })` (the engine is in its "need the
+/// model" phase and only finds out in the next `poll` that the step budget is spent), so the
+/// run's last write keeps its lease, and nothing clears it: without Web Locks every other tab
+/// is refused `busy` (and sees the thread running) until it lapses. The fixed seeds tolerate
+/// and count it (`Config::tolerate`); this test fails once it is fixed: then drop the
+/// tolerance.
+#[test]
+fn known_bug_a_run_ending_at_max_steps_keeps_its_lease() {
+    for locks in [Locks::Web, Locks::Without] {
+        let v = first_caught(locks, 100, &[9], |c| {
+            c.tolerate.lease_after_max_steps = false;
+            c.max_steps = Some(2);
+        });
+        match v {
+            Some(v) => println!("still reproduces: {}", headline(&v)),
+            None => panic!(
+                "no seed leaves a lease behind at max_steps any more ({} locks): if the bug is \
+                 fixed, remove `KnownBugs::lease_after_max_steps` (simulation/world.rs) and this test",
+                locks.name()
+            ),
+        }
+    }
+}
+
+/// Known bug (src/driver/mod.rs, `history`/`load_history`): without Web Locks a run holds no
+/// lease before its first write, so a `retry` of an unanswered message (whose first step is the
+/// model call) can be admitted while another tab's run is also admitted; when that run writes
+/// first, this one reads the history from the store afterwards and sends the model a thread
+/// that is not its view (it may end with the other run's answer or unanswered tool calls: an
+/// invalid request). Its answer then fails to commit (conflict), so nothing is corrupted; the
+/// request is wasted or refused by the provider. A fix: read the history as of the view
+/// (rows up to the view's `messageCount`, the tail from the engine), or refuse with `conflict`
+/// when the record moved. The simulation mirrors the driver's current reading: when the driver
+/// is fixed, mirror the fix in `call_model` (simulation/driver.rs), drop the tolerance, and
+/// this test fails until it is removed.
+#[test]
+fn known_bug_without_web_locks_a_retry_reads_another_runs_history() {
+    let v = first_caught(Locks::Without, 600, &[5], |c| {
+        c.tolerate.history_after_other_write = false;
+        c.tabs = Some(6);
+    });
+    match v {
+        Some(v) => println!("still reproduces: {}", headline(&v)),
+        None => panic!(
+            "no seed sends a history newer than its view any more: if the driver was fixed, \
+             remove the tolerance and this test"
+        ),
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|s| !s.is_empty())
+}
+
+fn locks_from_env() -> Locks {
+    match env("GATEHOUSE_SIM_LOCKS").as_deref() {
+        Some("none") => Locks::Without,
+        _ => Locks::Web,
+    }
+}
+
+/// `GATEHOUSE_SIM_PAUSES=any|documented|renewed|beyond`,
+/// `GATEHOUSE_SIM_BROKEN=lock|renewal|ownership`, `GATEHOUSE_SIM_NO_OWNERSHIP_CHECK=1`,
+/// `GATEHOUSE_SIM_NO_JUMPS=1`, `GATEHOUSE_SIM_STRICT=1` (fail on the known bugs; or only
+/// one: `GATEHOUSE_SIM_STRICT_LEASE=1`, `GATEHOUSE_SIM_STRICT_HISTORY=1`),
+/// `GATEHOUSE_SIM_STEPS` (scheduling steps, default 500), `GATEHOUSE_SIM_TABS`,
+/// `GATEHOUSE_SIM_MAX_STEPS` (the engine's model calls per run). A violation prints the line that replays it.
+fn configure_from_env(c: &mut Config) {
+    match env("GATEHOUSE_SIM_PAUSES").as_deref() {
+        Some("any") => c.pauses = Pauses::Any,
+        Some("documented") => c.pauses = Pauses::ShorterThanLease,
+        Some("renewed") => c.pauses = Pauses::RenewedInTime,
+        Some("beyond") => c.pauses = Pauses::Beyond,
+        _ => {}
+    }
+    c.broken = match env("GATEHOUSE_SIM_BROKEN").as_deref() {
+        Some("lock") => Broken::TakenLockCountsAsHeld,
+        Some("renewal") => Broken::NoRenewal,
+        Some("ownership") => Broken::NoOwnership,
+        _ => Broken::No,
+    };
+    c.check_ownership = env("GATEHOUSE_SIM_NO_OWNERSHIP_CHECK").is_none();
+    c.clock_jumps = env("GATEHOUSE_SIM_NO_JUMPS").is_none();
+    c.tolerate = if env("GATEHOUSE_SIM_STRICT").is_some() {
+        KnownBugs::NONE
+    } else {
+        KnownBugs {
+            lease_after_max_steps: env("GATEHOUSE_SIM_STRICT_LEASE").is_none(),
+            history_after_other_write: env("GATEHOUSE_SIM_STRICT_HISTORY").is_none(),
+        }
+    };
+    if let Some(s) = env("GATEHOUSE_SIM_STEPS") {
+        c.steps = s.parse().expect("a step count");
+    }
+    if let Some(s) = env("GATEHOUSE_SIM_TABS") {
+        c.tabs = Some(s.parse().expect("a tab count"));
+    }
+    if let Some(s) = env("GATEHOUSE_SIM_MAX_STEPS") {
+        c.max_steps = Some(s.parse().expect("a step count"));
+    }
+}
+
+/// Replays one seed with a long trace: `GATEHOUSE_SIM_SEED`, `GATEHOUSE_SIM_LOCKS=web|none`,
+/// and the variables of `configure_from_env`; `GATEHOUSE_SIM_TRACE=1` prints every event,
+/// also when no invariant breaks.
+#[test]
+#[ignore]
+fn replay() {
+    let seed: u64 = env("GATEHOUSE_SIM_SEED").map_or(0, |s| s.parse().expect("a seed"));
+    let mut cfg = Config::new(seed, locks_from_env());
+    configure_from_env(&mut cfg);
+    cfg.trace_len = if env("GATEHOUSE_SIM_TRACE").is_some() {
+        usize::MAX
+    } else {
+        400
+    };
+    let r = simulate(cfg);
+    if env("GATEHOUSE_SIM_TRACE").is_some() && r.violation.is_none() {
+        for e in &r.trace {
+            println!("{e}");
+        }
+    }
+    println!("{}", r.stats);
+    if let Some(v) = r.violation {
+        panic!("{v}");
+    }
+}
+
+/// Explores a variant over `GATEHOUSE_SIM_SEEDS` seeds (default 200) and prints which
+/// invariants break how often (`GATEHOUSE_SIM_LOCKS` and the variables of
+/// `configure_from_env`).
+#[test]
+#[ignore]
+fn explore() {
+    let seeds: u64 = env("GATEHOUSE_SIM_SEEDS").map_or(200, |s| s.parse().expect("a count"));
+    let t = Instant::now();
+    let (stats, failed) = sweep(0..seeds, locks_from_env(), configure_from_env);
+    println!("{stats} in {:.2?}", t.elapsed());
+    let mut by: BTreeMap<u8, Vec<u64>> = BTreeMap::new();
+    for v in &failed {
+        by.entry(v.invariant).or_default().push(v.seed);
+    }
+    for (inv, seeds) in &by {
+        println!(
+            "invariant {inv} ({}): {} seeds {seeds:?}",
+            invariant_name(*inv),
+            seeds.len()
+        );
+    }
+    if let Some(v) = failed.first() {
+        println!("the first:\n{v}");
+    }
+}
+
+/// Many seeds, both modes each, for `GATEHOUSE_SIM_SECONDS` (default 60) or
+/// `GATEHOUSE_SIM_SEEDS` seeds, from `GATEHOUSE_SIM_FIRST_SEED` (default 1000000); prints the
+/// rate. `make simulate` runs it.
+#[test]
+#[ignore]
+fn many_seeds() {
+    let secs = env("GATEHOUSE_SIM_SECONDS").map(|s| s.parse::<u64>().expect("seconds"));
+    let count: Option<u64> = env("GATEHOUSE_SIM_SEEDS").map(|s| s.parse().expect("a count"));
+    let budget = match (secs, count) {
+        (None, None) => Some(Duration::from_secs(60)),
+        (s, _) => s.map(Duration::from_secs),
+    };
+    let first: u64 =
+        env("GATEHOUSE_SIM_FIRST_SEED").map_or(1_000_000, |s| s.parse().expect("a seed"));
+    let t = Instant::now();
+    let mut total = Stats::default();
+    let mut failed: Vec<Violation> = Vec::new();
+    let mut seed = first;
+    while budget.is_none_or(|b| t.elapsed() < b) && count.is_none_or(|c| seed - first < c) {
+        for locks in [Locks::Web, Locks::Without] {
+            let mut cfg = Config::new(seed, locks);
+            configure_from_env(&mut cfg);
+            let r = simulate(cfg);
+            total.add(&r.stats);
+            if let Some(v) = r.violation {
+                println!("{v}\n");
+                failed.push(v);
+            }
+        }
+        seed += 1;
+    }
+    let minutes = t.elapsed().as_secs_f64() / 60.0;
+    println!(
+        "seeds {first}..{seed}, both modes: {total}\n{:.0} seeds/minute, {:.0} steps/minute \
+         (over {:.1?})",
+        total.seeds as f64 / minutes,
+        total.steps as f64 / minutes,
+        t.elapsed()
+    );
+    if !failed.is_empty() {
+        let seeds: Vec<(u64, &str)> = failed.iter().map(|v| (v.seed, v.locks.name())).collect();
+        panic!("{} runs broke an invariant: {seeds:?}", failed.len());
+    }
+}

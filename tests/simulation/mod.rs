@@ -1,0 +1,37 @@
+//! A deterministic simulation of several browser tabs running one thread (in the spirit of
+//! FoundationDB's and TigerBeetle's simulators). See `tests/simulation.rs` for what it checks.
+
+mod actors;
+mod driver;
+mod oracle;
+mod rng;
+mod world;
+
+pub use world::{Broken, Config, KnownBugs, Locks, Pauses, Stats, Violation, invariant_name};
+use world::{Report, Sim};
+
+/// Runs one seed.
+pub fn simulate(cfg: Config) -> Report {
+    Sim::new(cfg).run()
+}
+
+/// Runs `seeds` with `configure` applied to each seed's default config; returns the summed
+/// stats and every violation.
+pub fn sweep(
+    seeds: impl IntoIterator<Item = u64>,
+    locks: Locks,
+    configure: impl Fn(&mut Config),
+) -> (Stats, Vec<Violation>) {
+    let mut total = Stats::default();
+    let mut failed = Vec::new();
+    for seed in seeds {
+        let mut cfg = Config::new(seed, locks);
+        configure(&mut cfg);
+        let r = simulate(cfg);
+        total.add(&r.stats);
+        if let Some(v) = r.violation {
+            failed.push(v);
+        }
+    }
+    (total, failed)
+}
