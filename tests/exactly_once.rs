@@ -343,3 +343,44 @@ fn an_input_the_engine_was_not_waiting_for_is_internal_not_busy() {
 fn log_clear(h: &mut Harness) {
     h.take_log();
 }
+
+#[test]
+fn the_write_before_a_max_steps_stop_is_the_runs_last() {
+    // The run's last write clears its lease (docs/design.md): the driver must know which it is.
+    let mut h = Harness::with_config(standard_tools(), EngineConfig { max_steps: 1 });
+    h.script([calls(vec![call("c1", "list_files", json!({}))])]);
+    h.engine.user_message("list", T0).unwrap();
+    let mut last_write_ends = Vec::new();
+    while let Some(step) = h.engine.poll() {
+        match step {
+            Step::Persist(c) => {
+                last_write_ends.push(h.engine.run_ends_after_write());
+                h.store_apply(c);
+            }
+            Step::CallModel => {
+                let out = h.model.pop_front().unwrap();
+                h.engine.model_output(out, T0 + 1).unwrap();
+            }
+            Step::RunTool(inv) => h
+                .engine
+                .tool_outcome(&inv.call_id, Ok(json!([])), T0 + 2)
+                .unwrap(),
+            Step::EvaluatePolicies(_) => unreachable!(),
+            Step::Yield(o) => {
+                assert_eq!(
+                    o,
+                    Outcome::Completed {
+                        max_steps_reached: true
+                    }
+                );
+                break;
+            }
+        }
+    }
+    assert_eq!(last_write_ends.last(), Some(&true), "{last_write_ends:?}");
+    assert!(
+        last_write_ends[..last_write_ends.len() - 1]
+            .iter()
+            .all(|e| !e)
+    );
+}

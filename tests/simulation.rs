@@ -31,9 +31,6 @@
 //! "Pauses shorter than LEASE_MS" is not enough for that (see
 //! `without_web_locks_pauses_beyond_what_the_protocol_allows`).
 //!
-//! Two known bugs are counted, not failed on, by the fixed seeds (`Config::tolerate`); the
-//! `known_bug_*` tests reproduce each and fail once it is fixed.
-//!
 //! More seeds: `make simulate` (`GATEHOUSE_SIM_SECONDS=60`, or `GATEHOUSE_SIM_SEEDS=N`); one
 //! seed with its full trace: `GATEHOUSE_SIM_SEED=17 GATEHOUSE_SIM_LOCKS=none cargo test --test
 //! simulation replay -- --ignored --nocapture`; other variants: `explore` below.
@@ -41,9 +38,7 @@
 #[path = "simulation/mod.rs"]
 mod sim;
 
-use sim::{
-    Broken, Config, KnownBugs, Locks, Pauses, Stats, Violation, invariant_name, simulate, sweep,
-};
+use sim::{Broken, Config, Locks, Pauses, Stats, Violation, invariant_name, simulate, sweep};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -195,54 +190,27 @@ fn without_web_locks_pauses_beyond_what_the_protocol_allows() {
     }
 }
 
-/// Known bug (src/engine/machine.rs): `run_ends_after_write()` is false after the write that
-/// precedes `Yield(Completed { max_steps_reached: true })` (the engine is in its "need the
-/// model" phase and only finds out in the next `poll` that the step budget is spent), so the
-/// run's last write keeps its lease, and nothing clears it: without Web Locks every other tab
-/// is refused `busy` (and sees the thread running) until it lapses. The fixed seeds tolerate
-/// and count it (`Config::tolerate`); this test fails once it is fixed: then drop the
-/// tolerance.
+/// Found by this simulation: the write before `Yield(Completed { max_steps_reached: true })`
+/// kept its lease (the engine found out only at the next `poll` that the step budget was
+/// spent), and nothing cleared it. Now the run ends with that write, and the driver clears a
+/// lease its last write kept. The check (invariant 9) fails on a lease left behind.
 #[test]
-fn known_bug_a_run_ending_at_max_steps_keeps_its_lease() {
+fn a_run_ending_at_max_steps_leaves_no_lease() {
     for locks in [Locks::Web, Locks::Without] {
-        let v = first_caught(locks, 100, &[9], |c| {
-            c.tolerate.lease_after_max_steps = false;
-            c.max_steps = Some(2);
-        });
-        match v {
-            Some(v) => println!("still reproduces: {}", headline(&v)),
-            None => panic!(
-                "no seed leaves a lease behind at max_steps any more ({} locks): if the bug is \
-                 fixed, remove `KnownBugs::lease_after_max_steps` (simulation/world.rs) and this test",
-                locks.name()
-            ),
+        if let Some(v) = first_caught(locks, 100, &[9], |c| c.max_steps = Some(2)) {
+            panic!("{}", headline(&v));
         }
     }
 }
 
-/// Known bug (src/driver/mod.rs, `history`/`load_history`): without Web Locks a run holds no
-/// lease before its first write, so a `retry` of an unanswered message (whose first step is the
-/// model call) can be admitted while another tab's run is also admitted; when that run writes
-/// first, this one reads the history from the store afterwards and sends the model a thread
-/// that is not its view (it may end with the other run's answer or unanswered tool calls: an
-/// invalid request). Its answer then fails to commit (conflict), so nothing is corrupted; the
-/// request is wasted or refused by the provider. A fix: read the history as of the view
-/// (rows up to the view's `messageCount`, the tail from the engine), or refuse with `conflict`
-/// when the record moved. The simulation mirrors the driver's current reading: when the driver
-/// is fixed, mirror the fix in `call_model` (simulation/driver.rs), drop the tolerance, and
-/// this test fails until it is removed.
+/// Found by this simulation: without Web Locks a run that calls the model before its first
+/// write read the history after another tab's run had written, and sent a conversation that
+/// was not its view (sometimes an invalid one). Now the history is the view's: the stored
+/// messages before its tail, then its tail.
 #[test]
-fn known_bug_without_web_locks_a_retry_reads_another_runs_history() {
-    let v = first_caught(Locks::Without, 600, &[5], |c| {
-        c.tolerate.history_after_other_write = false;
-        c.tabs = Some(6);
-    });
-    match v {
-        Some(v) => println!("still reproduces: {}", headline(&v)),
-        None => panic!(
-            "no seed sends a history newer than its view any more: if the driver was fixed, \
-             remove the tolerance and this test"
-        ),
+fn without_web_locks_a_run_sends_its_own_view() {
+    if let Some(v) = first_caught(Locks::Without, 600, &[5], |c| c.tabs = Some(6)) {
+        panic!("{}", headline(&v));
     }
 }
 
@@ -259,8 +227,7 @@ fn locks_from_env() -> Locks {
 
 /// `GATEHOUSE_SIM_PAUSES=any|documented|renewed|beyond`,
 /// `GATEHOUSE_SIM_BROKEN=lock|renewal|ownership`, `GATEHOUSE_SIM_NO_OWNERSHIP_CHECK=1`,
-/// `GATEHOUSE_SIM_NO_JUMPS=1`, `GATEHOUSE_SIM_STRICT=1` (fail on the known bugs; or only
-/// one: `GATEHOUSE_SIM_STRICT_LEASE=1`, `GATEHOUSE_SIM_STRICT_HISTORY=1`),
+/// `GATEHOUSE_SIM_NO_JUMPS=1`,
 /// `GATEHOUSE_SIM_STEPS` (scheduling steps, default 500), `GATEHOUSE_SIM_TABS`,
 /// `GATEHOUSE_SIM_MAX_STEPS` (the engine's model calls per run). A violation prints the line that replays it.
 fn configure_from_env(c: &mut Config) {
@@ -279,14 +246,6 @@ fn configure_from_env(c: &mut Config) {
     };
     c.check_ownership = env("GATEHOUSE_SIM_NO_OWNERSHIP_CHECK").is_none();
     c.clock_jumps = env("GATEHOUSE_SIM_NO_JUMPS").is_none();
-    c.tolerate = if env("GATEHOUSE_SIM_STRICT").is_some() {
-        KnownBugs::NONE
-    } else {
-        KnownBugs {
-            lease_after_max_steps: env("GATEHOUSE_SIM_STRICT_LEASE").is_none(),
-            history_after_other_write: env("GATEHOUSE_SIM_STRICT_HISTORY").is_none(),
-        }
-    };
     if let Some(s) = env("GATEHOUSE_SIM_STEPS") {
         c.steps = s.parse().expect("a step count");
     }

@@ -52,6 +52,11 @@ pub struct Session {
     /// is called and then kept up to date by `persist`.
     history: Option<Vec<Message>>,
     running: bool,
+    /// The last write of the current run kept its lease (the run must clear it when it ends).
+    leased: bool,
+    /// Results this run computed whose write was refused because another agent took the
+    /// thread over (a lapsed lease): offered as late results when the run ends.
+    refused: Vec<(String, String)>,
 }
 
 pub type Shared = Rc<RefCell<Session>>;
@@ -117,6 +122,8 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
         history_limit: o.history_limit,
         history: None,
         running: false,
+        leased: false,
+        refused: Vec::new(),
     }));
     let mut snap = snap;
     for _ in 0..3 {
@@ -380,19 +387,26 @@ async fn finish(
     result: Result<Option<Outcome>, AgentError>,
 ) -> Result<Option<Outcome>, AgentError> {
     drop(hold.renewal);
-    if result.is_err() {
+    let leased = std::mem::take(&mut s.borrow_mut().leased);
+    if result.is_err() || leased {
         let (store, thread) = {
             let g = s.borrow();
             (g.store.clone(), g.thread_id.clone())
         };
         let _ = store.release(&thread, &hold.owner.me).await;
-        if s.borrow().engine.is_running() && reload(s).await.is_err() {
+        if result.is_err() && s.borrow().engine.is_running() && reload(s).await.is_err() {
             // The stored state cannot even be read: stop, keeping the last known view, so
             // that the next call reports the storage error again instead of `busy`.
             s.borrow_mut().engine.stop();
         }
     }
     drop(hold.held);
+    drop(hold._guard);
+    let refused = std::mem::take(&mut s.borrow_mut().refused);
+    for (call_id, result) in refused {
+        let s = s.clone();
+        wasm_bindgen_futures::spawn_local(late_result(s, call_id, Ok(Value::String(result))));
+    }
     result
 }
 
@@ -611,6 +625,7 @@ async fn persist(
             let mut g = s.borrow_mut();
             g.version = record.version;
             g.message_count = record.message_count;
+            g.leased = writer.lease.is_some();
             if let Some(h) = &mut g.history {
                 if let Some(t) = &commit.replace_tail {
                     if let Some(last) = h.last_mut() {
@@ -631,6 +646,20 @@ async fn persist(
         Err(e) => {
             // The stored thread is the truth: take it, so the next call works on fresh state.
             let _ = reload(s).await;
+            if matches!(e, StoreError::Conflict { .. } | StoreError::Owned { .. }) {
+                // Only a takeover of a lapsed lease lets another agent write during a run; a
+                // result computed meanwhile is still the call's result.
+                let mut g = s.borrow_mut();
+                let stored = g.engine.state().run.clone();
+                let refused: Vec<(String, String)> = commit
+                    .run
+                    .iter()
+                    .flat_map(|r| r.results.iter())
+                    .filter(|r| !stored.as_ref().is_some_and(|j| j.has_result(&r.call_id)))
+                    .map(|r| (r.call_id.clone(), r.result.clone()))
+                    .collect();
+                g.refused.extend(refused);
+            }
             Err(e.into())
         }
     }
@@ -667,16 +696,24 @@ async fn history(s: &Shared) -> Result<Vec<Message>, AgentError> {
     Ok(h)
 }
 
+/// The view's history: the stored messages before the view's tail, then the tail as the view
+/// has it. Messages before the tail never change, so what is sent is exactly this view, even
+/// when another tab has written since (its answer's write is then refused).
 async fn load_history(s: &Shared, limit: Option<u32>) -> Result<Vec<Message>, AgentError> {
-    let (store, thread) = {
+    let (store, thread, count, tail) = {
         let g = s.borrow();
-        (g.store.clone(), g.thread_id.clone())
+        (
+            g.store.clone(),
+            g.thread_id.clone(),
+            g.message_count,
+            g.engine.tail().cloned(),
+        )
     };
-    let want = limit.map_or(usize::MAX, |l| l as usize);
+    let want = limit.map_or(usize::MAX, |l| l as usize).saturating_sub(1);
     let mut pages = Vec::new();
     let mut have = 0;
-    let mut before = None;
-    while have < want {
+    let mut before = Some(count);
+    while have < want && before.is_some_and(|b| b > 1) {
         let rows = store.page(&thread, before, PAGE).await?;
         let Some(first) = rows.first() else { break };
         before = Some(first.seq);
@@ -687,12 +724,13 @@ async fn load_history(s: &Shared, limit: Option<u32>) -> Result<Vec<Message>, Ag
             break;
         }
     }
-    let mut h = Vec::with_capacity(have);
+    let mut h = Vec::with_capacity(have + 1);
     for rows in pages.into_iter().rev() {
         for r in rows {
             h.push(r.message()?);
         }
     }
+    h.extend(tail);
     Ok(h)
 }
 

@@ -706,7 +706,12 @@ impl Engine {
         match self.outbox.front() {
             Some(Step::Yield(_)) => true,
             Some(_) => false,
-            None => matches!(self.phase, Phase::Idle),
+            // A run that needs the model with its step budget spent yields next.
+            None => match self.phase {
+                Phase::Idle => true,
+                Phase::NeedModel => self.steps >= self.config.max_steps,
+                _ => false,
+            },
         }
     }
 

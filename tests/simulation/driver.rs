@@ -58,6 +58,7 @@ impl Sim {
         let a = self.agent(t);
         a.engine.reset(snap.state());
         a.version = snap.record.version;
+        a.message_count = snap.record.message_count;
         a.history = None;
     }
 
@@ -111,6 +112,7 @@ impl Sim {
         if !a.built {
             a.engine = Engine::new(tools, config, snap.state(), machine);
             a.version = snap.record.version;
+            a.message_count = snap.record.message_count;
             a.built = true;
         }
         let v = snap.record.version;
@@ -407,6 +409,8 @@ impl Sim {
                 );
                 let a = self.agent(t);
                 a.version = record.version;
+                a.message_count = record.message_count;
+                a.leased = keep;
                 if let Some(h) = &mut a.history {
                     if let Some(tail) = &c.replace_tail {
                         if let Some(last) = h.last_mut() {
@@ -451,17 +455,24 @@ impl Sim {
         let history = match self.agent(t).history.take() {
             Some(h) => h,
             None => {
-                let rows = match self.store.page(THREAD, None, u32::MAX) {
+                // `load_history`: the stored messages before the view's tail, then the tail as
+                // the view has it.
+                let (count, tail) = {
+                    let a = self.agent(t);
+                    (a.message_count, a.engine.tail().cloned())
+                };
+                let rows = match self.store.page(THREAD, Some(count), u32::MAX) {
                     Ok(r) => r,
                     Err(e) => return self.fail(8, format!("page: {e}")),
                 };
-                let mut h = Vec::with_capacity(rows.len());
+                let mut h = Vec::with_capacity(rows.len() + 1);
                 for r in rows {
                     match r.message() {
                         Ok(m) => h.push(m),
                         Err(e) => return self.fail(8, format!("row {}: {e}", r.seq)),
                     }
                 }
+                h.extend(tail);
                 h
             }
         };
@@ -567,24 +578,30 @@ impl Sim {
     fn end_drive(&mut self, t: usize, res: Result<(), &'static str>) {
         let a = self.agent(t);
         a.renew_at = None;
+        let leased = std::mem::take(&mut a.leased);
         let run = a.run.as_mut().expect("run");
         run.driving = false;
         run.owning = false;
+        // `finish`: a failed run, or one whose last write kept its lease, clears it.
         match res {
             Err(code) => {
                 let d = self.store_latency();
-                self.then(t, Act::Release(code), d);
+                self.then(t, Act::Release(Err(code)), d);
+            }
+            Ok(()) if leased => {
+                let d = self.store_latency();
+                self.then(t, Act::Release(Ok(())), d);
             }
             Ok(()) => self.end_undriven(t, Ok(())),
         }
     }
 
-    fn release(&mut self, t: usize, code: &'static str) {
+    fn release(&mut self, t: usize, res: Result<(), &'static str>) {
         let me = self.agent(t).me.clone();
         self.store.release(THREAD, &me);
         self.stats.releases += 1;
         self.note(Some(t), "releases its lease".into());
-        self.end_undriven(t, Err(code));
+        self.end_undriven(t, res);
     }
 
     /// The end of a run that holds no lease of its own: drop the lock (a scheduling point)

@@ -7,7 +7,7 @@ mod oracle;
 mod rng;
 mod world;
 
-pub use world::{Broken, Config, KnownBugs, Locks, Pauses, Stats, Violation, invariant_name};
+pub use world::{Broken, Config, Locks, Pauses, Stats, Violation, invariant_name};
 use world::{Report, Sim};
 
 /// Runs one seed.

@@ -4,7 +4,7 @@
 use super::actors;
 use super::world::{Agent, Locks, Run, Sim, THREAD};
 use gatehouse::engine::results::{REGATE_REASON, code, error_result, output_to_result};
-use gatehouse::engine::{Commit, Outcome, ToolInvocation};
+use gatehouse::engine::{Commit, ToolInvocation};
 use gatehouse::store::ThreadRecord;
 use gatehouse::thread::{ApprovalState, Message, MessageKind, Role, ToolEntry};
 use serde_json::Value;
@@ -444,15 +444,6 @@ impl Sim {
             .filter(|l| l.owner == me);
         // Only a lease this run wrote (one left by an earlier run was reported then).
         if let Some(l) = lease.filter(|_| run.wrote) {
-            let max_steps = run.yielded
-                == Some(Outcome::Completed {
-                    max_steps_reached: true,
-                });
-            if max_steps && self.cfg.tolerate.lease_after_max_steps {
-                self.stats.known_bug_leases += 1;
-                self.note(Some(t), "KNOWN BUG: its lease stays after max_steps".into());
-                return;
-            }
             let effect = match self.cfg.locks {
                 Locks::Without => {
                     "other tabs are refused `busy` and see it running until it lapses"
@@ -519,14 +510,6 @@ impl Sim {
             self.note(Some(t), "sends a history that is not its view's".into());
         }
         if let Some(p) = conversation_problem(history, true) {
-            if stale && self.cfg.tolerate.history_after_other_write {
-                self.stats.known_bug_requests += 1;
-                self.note(
-                    Some(t),
-                    format!("KNOWN BUG: sends an invalid conversation: {p}"),
-                );
-                return;
-            }
             let (view, v) = {
                 let a = self.agent(t);
                 (a.engine.tail().map(kind), a.version)

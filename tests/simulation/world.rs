@@ -96,31 +96,6 @@ pub struct Config {
     pub tabs: Option<usize>,
     /// The engine's `max_steps` (model calls per run); `None`: 10, or 2–4 in 30% of seeds.
     pub max_steps: Option<u32>,
-    /// Count (and trace) the reported bugs instead of failing on them (see the `known_bug_*`
-    /// tests in tests/simulation.rs, which fail once a bug is fixed).
-    pub tolerate: KnownBugs,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KnownBugs {
-    /// A run that yields `Completed { max_steps_reached: true }` right after a write keeps its
-    /// lease (`Engine::run_ends_after_write` is false before that yield).
-    pub lease_after_max_steps: bool,
-    /// Without Web Locks, a run that calls the model before its first write reads the history
-    /// after another tab's run wrote (nothing protects a run before its first write) and sends
-    /// the model a conversation that is not its view, sometimes an invalid one.
-    pub history_after_other_write: bool,
-}
-
-impl KnownBugs {
-    pub const ALL: KnownBugs = KnownBugs {
-        lease_after_max_steps: true,
-        history_after_other_write: true,
-    };
-    pub const NONE: KnownBugs = KnownBugs {
-        lease_after_max_steps: false,
-        history_after_other_write: false,
-    };
 }
 
 impl Config {
@@ -152,12 +127,6 @@ impl Config {
         if !self.check_ownership {
             v.push("GATEHOUSE_SIM_NO_OWNERSHIP_CHECK=1".into());
         }
-        if !self.tolerate.lease_after_max_steps {
-            v.push("GATEHOUSE_SIM_STRICT_LEASE=1".into());
-        }
-        if !self.tolerate.history_after_other_write {
-            v.push("GATEHOUSE_SIM_STRICT_HISTORY=1".into());
-        }
         if self.steps != d.steps {
             v.push(format!("GATEHOUSE_SIM_STEPS={}", self.steps));
         }
@@ -185,7 +154,6 @@ impl Config {
             trace_len: 60,
             tabs: None,
             max_steps: None,
-            tolerate: KnownBugs::ALL,
         }
     }
 }
@@ -222,8 +190,6 @@ pub struct Stats {
     pub chats_stored: u64,
     pub decisions: u64,
     pub max_messages: u64,
-    pub known_bug_leases: u64,
-    pub known_bug_requests: u64,
     /// Writes made while another live run owned the thread (invariant 7; counted when the
     /// check is off).
     pub ownership_breaks: u64,
@@ -265,8 +231,6 @@ impl Stats {
             chats,
             chats_stored,
             decisions,
-            known_bug_leases,
-            known_bug_requests,
             ownership_breaks,
             lock_waits
         );
@@ -286,9 +250,7 @@ impl fmt::Display for Stats {
              of a dead lock holder, the rest of a lapsed lease), {} lock waits, {} conflicts, {} busy refusals, {} engine \
              refusals, {} re-gates, {} recover runs, {} model calls ({} failed, {} on a history \
              newer than the view), {} renewals ({} with no lease), {} releases, {} pauses, {} \
-             clock jumps, {} chats ({} stored), {} decision calls, longest thread {} messages; \
-             known bugs: {} leases left by runs ending at max_steps, {} invalid requests from \
-             a history read after another tab's write",
+             clock jumps, {} chats ({} stored), {} decision calls, longest thread {} messages",
             self.seeds,
             self.steps,
             self.runs,
@@ -319,9 +281,7 @@ impl fmt::Display for Stats {
             self.chats,
             self.chats_stored,
             self.decisions,
-            self.max_messages,
-            self.known_bug_leases,
-            self.known_bug_requests
+            self.max_messages
         )?;
         let points: Vec<String> = self
             .crash_points
@@ -419,7 +379,7 @@ pub(crate) enum Act {
     ToolStart(ToolInvocation),
     ToolSettle(ToolInvocation, usize, Result<Value, String>),
     FailReload(&'static str),
-    Release(&'static str),
+    Release(Result<(), &'static str>),
     Unlock(Result<(), &'static str>),
 }
 
@@ -467,7 +427,11 @@ pub(crate) struct Agent {
     pub engine: Engine,
     pub built: bool,
     pub version: u64,
+    /// The view's message count (its tail is message `message_count`).
+    pub message_count: u64,
     pub history: Option<Vec<Message>>,
+    /// The last write of the current run kept its lease (`finish` clears it).
+    pub leased: bool,
     pub act: Act,
     pub ready_at: u64,
     /// The renewal timer, while a run is driving.
@@ -963,7 +927,9 @@ impl Sim {
             ),
             built: false,
             version: 0,
+            message_count: 0,
             history: None,
+            leased: false,
             act: Act::OpenLoad,
             ready_at: self.real + delay,
             renew_at: None,
