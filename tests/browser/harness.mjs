@@ -235,7 +235,10 @@ export function stressConfig(env = process.env) {
   const tabs = int('GATEHOUSE_STRESS_TABS', 6, 1, 32);
   const seconds = int('GATEHOUSE_STRESS_SECONDS', 60, 0, 24 * 3600);
   const nolockSeconds = int('GATEHOUSE_STRESS_NOLOCK_SECONDS', 30, 0, 24 * 3600);
-  /** Each variant must end within its duration + 60 s (settling, the final read, the report). */
-  const variantBudget = (s) => (s > 0 ? s + 60 : 0);
-  return { tabs, seconds, nolockSeconds, budgetSeconds: variantBudget(seconds) + variantBudget(nolockSeconds) };
+  /**
+   * Each variant must end within its duration + 90 s (the last actions settling, the end
+   * phase that finishes the thread, the final read, the report).
+   */
+  const variantBudget = (s) => (s > 0 ? s + 90 : 0);
+  return { tabs, seconds, nolockSeconds, variantBudget, budgetSeconds: variantBudget(seconds) + variantBudget(nolockSeconds) };
 }

@@ -2,7 +2,9 @@
 // says it didn't" (README, Approval semantics 7 and 8): several tabs (pages of one browser
 // context: one IndexedDB, one set of Web Locks, one BroadcastChannel) chat on ONE thread,
 // approve, reject, retry, refresh, reopen, and get reloaded in the middle of what they do, for
-// a while; then the executions the tools recorded are compared with the thread as stored.
+// a while; then a fresh tab finishes the thread as a user would (the end phase: recover what a
+// dead tab left, reject re-gated calls, approve the rest, retry, until idle), and the executions
+// the tools recorded are compared with the thread as stored.
 //
 // The model is a generated scenario of the model server: endless turns of 1-3 gated calls with
 // fresh ids, each answered by a text once its results come, and every request it receives is
@@ -28,6 +30,20 @@ const NOT_EXECUTED = 'TOOL NOT EXECUTED.';
 
 const ACTION_MS = 20_000; // one SDK action in a tab (far above what any action should take)
 const SETTLE_MS = 30_000; // after the stop signal: the tabs' last actions (and reloads) settle
+const QUIET_MS = 15_000; // then: runs that went on after an abort end (the SDK waits 10 s at most)
+const LEASE_WAIT_MS = 20_000; // the end phase waits this long at most for a live lease to go
+const END_ROUNDS = 12; // the end phase's rounds (reopen, decide or retry) at most
+// All of the above after the loops stopped share what is left of the variant's budget
+// (stressConfig().variantBudget) but this much, kept for the final read and the report.
+const REPORT_MS = 25_000;
+/**
+ * Without Web Locks a dead tab's lease is judged by its expiry only, and blocks the thread for
+ * up to LEASE_MS (src/store/ownership.rs) of real time. Rather than wait that long, the end
+ * phase's tab gets a clock this far ahead. The SDK reads the time only through `Date.now()`
+ * (js_sys::Date::now; `performance.timeOrigin` and `new Date()` are not used), so shifting
+ * `Date.now` is all it takes. With Web Locks the dead tab's lock is already released: no shift.
+ */
+const CLOCK_AHEAD_MS = 10 * 60_000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const rnd = (lo, hi) => lo + Math.floor(Math.random() * (hi - lo + 1));
 const chance = (p) => Math.random() < p;
@@ -40,7 +56,9 @@ const chance = (p) => Math.random() < p;
 function pageInit() {
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const rnd = (lo, hi) => lo + Math.floor(Math.random() * (hi - lo + 1));
-  const S = { tab: null, life: null, action: null, agent: null };
+  // `agents`: every Agent opened in this document (an aborted run may still go on in one that
+  // was replaced since), for the quiescence check before the end phase.
+  const S = { tab: null, life: null, action: null, agent: null, agents: new Set() };
   window.stress = S;
 
   const report = (ev) => window.ghStress(ev);
@@ -107,6 +125,7 @@ function pageInit() {
         outcomes.push(`err:${codeOf(e)}`);
       }
     };
+    const acting = S.agent;
     const ac = a.abortAfterMs != null ? new AbortController() : null;
     const opts = ac ? { signal: ac.signal } : {};
     if (ac) setTimeout(() => ac.abort(), a.abortAfterMs);
@@ -116,7 +135,7 @@ function pageInit() {
         case 'open':
           return gh.Agent.open({
             threadId: a.threadId, model: a.model, storage: { database: a.db }, tools: [S.tool()],
-          }).then((agent) => { S.agent = agent; return { status: 'opened' }; });
+          }).then((agent) => { S.agent = agent; S.agents.add(agent); return { status: 'opened' }; });
         case 'chat': return agent.chat(a.text, opts);
         case 'decide': return decide(agent, opts, a.partial);
         case 'retry': return agent.retry(opts);
@@ -130,7 +149,91 @@ function pageInit() {
     } else {
       await settle(Promise.resolve().then(() => one(a.kind)));
     }
+    if (acting && outcomes.includes('err:aborted')) {
+      // An abort while a tool's `execute` runs resolves at once, but the run goes on without
+      // its caller (docs/design.md, "Late results") until the tool settles and its result is
+      // written. Report when this agent no longer runs it: a reload of this tab before that
+      // cuts the run off, as a reload mid-action does (the test classifies it so).
+      (async () => {
+        const t0 = performance.now();
+        while (acting.status() === 'running' && performance.now() - t0 < 15_000) await sleep(5);
+        await report({ type: 'run-ended', tab: S.tab, life: S.life, action: a.action, running: acting.status() === 'running' });
+      })();
+    }
     return { outcomes, view: view() };
+  };
+
+  /** True while an Agent of this document runs a call (refresh() is `busy` exactly then). */
+  S.running = async () => {
+    let n = 0;
+    for (const agent of S.agents) {
+      try {
+        await agent.refresh();
+      } catch (e) {
+        if (e?.code === 'busy') n++;
+      }
+    }
+    return n;
+  };
+
+  /**
+   * The thread record's lease and run journal, read straight from IndexedDB, and whether the
+   * lease is live as the SDK judges it: by the Web Lock if it was written holding it, else by
+   * its expiry against `Date.now()` (which the end phase's tab may have moved ahead).
+   */
+  S.lease = async (a) => {
+    const dump = await window.gh.dumpDb(a.db);
+    const rec = dump.stores.threads?.rows.find((r) => r.id === a.threadId) ?? null;
+    const lease = rec?.lease ?? null;
+    let live = false;
+    if (lease && lease.locked && navigator.locks) {
+      const held = (await navigator.locks.query()).held.map((l) => l.name);
+      live = held.includes(`gatehouse:${a.db}:${a.threadId}`);
+    } else if (lease) {
+      live = lease.until > Date.now();
+    }
+    // How far the lease's expiry is from the real time (this tab's Date.now() may be ahead).
+    const realUntilIn = lease ? lease.until - (Date.now() - a.aheadMs) : null;
+    return { lease, live, realUntilIn, run: rec?.run ?? null, version: rec?.version ?? null };
+  };
+
+  /**
+   * One round of the end phase, as a user finishing the thread does: reopen it, then reject
+   * the re-gated entries (approvalReason set), approve the other pending ones, or retry() an
+   * interrupted run. Nothing else is submitted.
+   */
+  S.finishRound = async (a) => {
+    S.action = a.action;
+    const out = { before: null, after: null, did: 'open', regatedRejected: 0, approved: 0, retried: 0, error: null };
+    try {
+      const agent = await window.gh.Agent.open({
+        threadId: a.threadId, model: a.model, storage: { database: a.db }, tools: [S.tool()],
+      });
+      S.agent = agent;
+      S.agents.add(agent);
+      out.before = agent.status();
+      if (out.before === 'awaiting_approval') {
+        const decisions = {};
+        let regated = 0;
+        for (const e of agent.pendingTools()) {
+          if (e.approvalReason != null) regated++;
+          decisions[e.callId] = e.approvalReason != null ? ['reject', 'It may have run already: not approving it again'] : 'approve';
+        }
+        out.did = 'decide';
+        await report({ type: 'decide', tab: S.tab, life: S.life, action: S.action, decisions, end: true });
+        await agent.submitDecisions(decisions);
+        out.regatedRejected = regated;
+        out.approved = Object.keys(decisions).length - regated;
+      } else if (out.before === 'interrupted') {
+        out.did = 'retry';
+        await agent.retry();
+        out.retried = 1;
+      }
+      out.after = agent.status();
+    } catch (e) {
+      out.error = codeOf(e);
+    }
+    return out;
   };
 }
 
@@ -138,6 +241,8 @@ async function stress(t, { seconds, locks }) {
   const variant = locks ? 'with Web Locks' : 'without Web Locks';
   const tag = locks ? 'stress' : 'stress-nolock';
   const t0 = Date.now();
+  const endBy = t0 + cfg.variantBudget(seconds) * 1000 - REPORT_MS; // the end phase's deadline
+  const left = (ms) => Math.max(0, Math.min(ms, endBy - Date.now()));
   const context = await h.newContext();
   t.after(() => context.close().catch(() => {}));
   if (!locks) await context.addInitScript(() => { delete Navigator.prototype.locks; });
@@ -148,11 +253,13 @@ async function stress(t, { seconds, locks }) {
   const starts = []; // { callId, inputs, tab, life, action, t }
   const ends = [];
   const decisions = [];
+  const actions = new Map(); // id -> { id, tab, life, kind, interrupted, settled, outcomes, runEndedAt }
   await context.exposeBinding('ghStress', (source, ev) => {
     const rec = { ...ev, page: pages.get(source.page) ?? null, t: performance.now() };
     if (ev.type === 'exec-start') starts.push(rec);
     else if (ev.type === 'exec-end') ends.push(rec);
     else if (ev.type === 'decide') decisions.push(rec);
+    else if (ev.type === 'run-ended' && !ev.running && actions.has(ev.action)) actions.get(ev.action).runEndedAt = rec.t;
   });
 
   const sc = await h.generatedScenario({ tool: 'delete_file', idPrefix: `call_${locks ? 'l' : 'n'}${process.pid}`, calls: [1, 3], delayMs: [0, 200], chunkDelayMs: [0, 5], argChunk: [1, 4] });
@@ -187,7 +294,6 @@ async function stress(t, { seconds, locks }) {
   }
 
   // ---- the loop of every tab
-  const actions = new Map(); // id -> { id, tab, life, kind, interrupted, settled, outcomes }
   const counts = { actions: 0, chats: 0, decides: 0, retries: 0, refreshes: 0, opens: 0, doubles: 0, aborts: 0, reloads: 0, interrupted: 0 };
   const codes = new Map(); // error code -> count
   const unexpected = []; // { tab, kind, what }
@@ -197,10 +303,12 @@ async function stress(t, { seconds, locks }) {
   // Also stop if the test is cancelled (its timeout) or overruns, so no loop outlives the test.
   t.signal?.addEventListener('abort', () => { stop = true; });
   const hardStop = Date.now() + (seconds + 45) * 1000;
+  const lifeEnds = new Map(); // "tab.life" -> when its reload began (performance.now())
 
   const reload = async (tab, action) => {
     if (action && !action.settled) { action.interrupted = true; counts.interrupted++; }
     counts.reloads++;
+    lifeEnds.set(`${tab.i}.${tab.life}`, performance.now());
     tab.life++;
     tab.agentOpen = false;
     tab.view = null;
@@ -293,13 +401,81 @@ async function stress(t, { seconds, locks }) {
   const ranFor = (Date.now() - started) / 1000;
   const unsettled = [...actions.values()].filter((a) => (!a.settled || a.hung) && !a.interrupted);
 
-  // ---- the thread as stored, read once more from a fresh tab
-  const { page: reader } = await h.open(t, { context });
+  // ---- quiet: runs that went on after an abort (no caller waits for them) end too
+  let stillRunning = 0;
+  const quietT0 = Date.now();
+  for (const end = Date.now() + left(QUIET_MS); ;) {
+    stillRunning = 0;
+    for (const tab of tabs) stillRunning += await run(tab.page, () => window.stress.running(), null, 10_000).catch(() => 0);
+    if (stillRunning === 0 || Date.now() > end) break;
+    await sleep(250);
+  }
+  const quietS = (Date.now() - quietT0) / 1000;
+
+  // ---- the end phase: a user finishes the thread in a fresh tab
+  // The test ends at a random moment: a tab may have died mid-run a moment ago, so the thread
+  // can still be "running" (without Web Locks its lease lives on until it lapses), with a call
+  // left "started" and the results of the calls before it only in the record's run journal.
+  // That is not a lost result until somebody has recovered the thread. So a fresh tab does what
+  // a user would do: waits until no live lease remains, then reopens the thread, rejects the
+  // re-gated entries, approves the other pending ones, retries an interrupted run, and nothing
+  // else, until the thread is idle. Only then is the thread read and judged.
+  const endT0 = Date.now();
+  const aheadMs = locks ? 0 : CLOCK_AHEAD_MS;
+  const reader = await context.newPage();
+  reader.setDefaultTimeout(15_000);
+  pages.set(reader, 'final');
+  if (aheadMs) {
+    await reader.addInitScript((ms) => {
+      const realNow = Date.now.bind(Date);
+      Date.now = () => realNow() + ms;
+    }, aheadMs);
+  }
+  await h.load(reader);
+  await run(reader, () => { window.stress.tab = 'final'; window.stress.life = 1; });
+  const endPhase = { rounds: 0, regatedRejected: 0, approved: 0, retries: 0, waits: 0, errors: new Map(), statuses: [], leaseWaitS: 0, before: null, finalStatus: null, hung: 0 };
+  const leaseArg = { ...shared, aheadMs };
+  let leaseState = await run(reader, (a) => window.stress.lease(a), leaseArg);
+  endPhase.before = leaseState;
+  for (const end = Date.now() + left(LEASE_WAIT_MS); leaseState.live && Date.now() < end;) {
+    await sleep(250);
+    leaseState = await run(reader, (a) => window.stress.lease(a), leaseArg);
+  }
+  endPhase.leaseWaitS = (Date.now() - endT0) / 1000;
+  endPhase.leaseLive = leaseState.live;
+  const journal = leaseState.run; // what the end phase starts from (read after the lease went)
+  while (endPhase.rounds < END_ROUNDS && left(ACTION_MS) > 1000) {
+    const action = { id: ++actionSeq, tab: 'final', life: 1, kind: 'end', interrupted: false, settled: false, outcomes: null };
+    actions.set(action.id, action);
+    endPhase.rounds++;
+    let r;
+    try {
+      r = await run(reader, (a) => window.stress.finishRound(a), { ...shared, action: action.id }, left(ACTION_MS));
+    } catch (e) {
+      action.hung = true;
+      endPhase.hung++;
+      unexpected.push({ tab: 'final', kind: 'end', what: `page.evaluate failed: ${e.message.split('\n')[0]}` });
+      break;
+    }
+    action.settled = true;
+    action.outcomes = [r.error ? `err:${r.error}` : `ok:${r.after}`];
+    action.kind = `end ${r.did}`;
+    endPhase.statuses.push(`${r.before ?? '?'}${r.did === 'open' ? '' : ` -${r.did}-> ${r.error ? r.error : r.after}`}`);
+    endPhase.regatedRejected += r.regatedRejected;
+    endPhase.approved += r.approved;
+    endPhase.retries += r.retried;
+    if (r.error) {
+      endPhase.errors.set(r.error, (endPhase.errors.get(r.error) ?? 0) + 1);
+      if (!EXPECTED_CODES.has(r.error)) unexpected.push({ tab: 'final', kind: `end ${r.did}`, what: `error ${r.error}` });
+    }
+    if (r.before === 'idle') break;
+    if (r.before === 'running' || r.error === 'busy') { endPhase.waits++; await sleep(Math.min(500, left(500))); }
+  }
   const final = await run(reader, async (a) => {
-    window.stress.tab = 'reader';
     const agent = await window.gh.Agent.open({ threadId: a.threadId, model: a.model, storage: { database: a.db }, tools: [window.stress.tool()] });
     return { messages: await agent.messages(), count: agent.messageCount, status: agent.status() };
   }, shared, 20_000);
+  endPhase.finalStatus = final.status;
   const gen = await sc.generated();
 
   // ---- the invariants
@@ -351,37 +527,57 @@ async function stress(t, { seconds, locks }) {
   const lost = [];
   const lostAfterCut = [];
   const notExecuted = [];
+  const cutNeither = []; // cut off, yet neither its result nor a re-gate is stored
   let returned = 0;
   let cutOff = 0;
+  let cutAfterAbort = 0;
   let regatedAfterCut = 0;
   for (const s of starts) {
     const end = endOf(s);
     if (end) returned++;
     const action = actions.get(s.action);
-    // The spec writes a call's result together with the "started" mark of the next call of the
-    // run: a later call started in the same action means this one's result was written.
-    const nextStarted = end && starts.some((o) => o !== s && o.tab === s.tab && o.life === s.life && o.action === s.action && o.t > end.t);
-    const cut = !action || action.interrupted || !action.settled || action.hung;
-    if (cut && !nextStarted) {
-      cutOff++;
-      if (stored.get(s.callId)?.entry?.approvalReason != null) regatedAfterCut++;
-      continue; // cut off by our own reload (or never settled): re-gating it is allowed
-    }
     const result = resultOf(s.callId);
     const entry = stored.get(s.callId)?.entry;
     const gate = entry ? `${entry.approval ?? 'not gated'}${entry.approvalReason != null ? ', re-gated' : ''}` : 'no call stored';
-    const where = `${s.callId} (ran in tab ${s.tab}.${s.life} action ${s.action} ${action?.kind} -> ${action?.outcomes?.join('/') ?? 'interrupted'}; ` +
+    const lifeEnd = lifeEnds.get(`${s.tab}.${s.life}`);
+    const aborted = !!action?.outcomes?.includes('err:aborted');
+    const afterAbort = !aborted ? '' : action.runEndedAt === undefined
+      ? '; its run never ended'
+      : `; its run ended ${end ? `${Math.round(action.runEndedAt - end.t)} ms after the tool returned` : 'without the tool returning'}`;
+    const reloadNote = lifeEnd === undefined ? '' : `; tab reloaded ${Math.round(lifeEnd - (end ?? s).t)} ms after the tool ${end ? 'returned' : 'started'}`;
+    const where = `${s.callId} (ran in tab ${s.tab}.${s.life} action ${s.action} ${action?.kind} -> ${action?.interrupted ? 'interrupted' : action?.outcomes?.join('/') ?? '?'}${afterAbort}${reloadNote}; ` +
       `stored: ${result === undefined ? 'no result' : JSON.stringify(String(result).slice(0, 40))}, ${gate})`;
+    // The spec writes a call's result together with the "started" mark of the next call of the
+    // run: a later call started in the same action means this one's result was durable.
+    const nextStarted = end && starts.some((o) => o !== s && o.tab === s.tab && o.life === s.life && o.action === s.action && o.t > end.t);
+    // An aborted action resolves at once while its run goes on until the tool settles and its
+    // result is written ("run-ended"): a reload of its tab before that cuts the run off too.
+    const abortCut = aborted && lifeEnd !== undefined && !(action.runEndedAt < lifeEnd);
+    const cut = !action || action.interrupted || !action.settled || action.hung || abortCut;
+    if (cut && !nextStarted) {
+      // Cut off by our own reload before its result was known to be durable: the thread
+      // either has the result (it was written after all) or re-gated the call (rejected by
+      // the humans and the end phase). Anything else is a failure.
+      cutOff++;
+      if (abortCut && !(action.interrupted || !action.settled || action.hung)) cutAfterAbort++;
+      if (entry?.approvalReason != null) regatedAfterCut++;
+      else if (result !== `ran:${s.callId}`) cutNeither.push(where);
+      continue;
+    }
     if (end && result !== `ran:${s.callId}`) (cut ? lostAfterCut : lost).push(where);
     if (typeof result === 'string' && result.startsWith(NOT_EXECUTED)) notExecuted.push(where);
   }
+  // Every result the run journal held when the end phase began must now be in the thread.
+  const journalLost = (journal?.results ?? []).filter((r) => resultOf(r.callId) !== r.result).map((r) =>
+    `${r.callId} (in the journal: ${JSON.stringify(r.result.slice(0, 40))}, in the thread: ${JSON.stringify(String(resultOf(r.callId) ?? 'nothing').slice(0, 40))})`);
   const seenByModel = Object.entries(gen.resultsSeen ?? {}).filter(([id, r]) => resultOf(id) !== r).map(([id, r]) =>
     `${id} (the model saw ${JSON.stringify(r.slice(0, 40))}, stored: ${JSON.stringify(String(resultOf(id) ?? 'nothing').slice(0, 40))})`);
   const ranWithoutExecution = [...stored].filter(([id, s]) => s.results.some((r) => r === `ran:${id}`) && !byCall.has(id)).map(([id]) => id);
 
-  const approvals = decisions.reduce((n, d) => n + Object.values(d.decisions).filter((v) => v === 'approve').length, 0);
-  const rejections = decisions.reduce((n, d) => n + Object.values(d.decisions).filter((v) => v !== 'approve').length, 0);
-  const regateRejections = decisions.reduce((n, d) => n + Object.values(d.decisions).filter((v) => Array.isArray(v) && /may have run/.test(v[1])).length, 0);
+  const loopDecisions = decisions.filter((d) => !d.end);
+  const approvals = loopDecisions.reduce((n, d) => n + Object.values(d.decisions).filter((v) => v === 'approve').length, 0);
+  const rejections = loopDecisions.reduce((n, d) => n + Object.values(d.decisions).filter((v) => v !== 'approve').length, 0);
+  const regateRejections = loopDecisions.reduce((n, d) => n + Object.values(d.decisions).filter((v) => Array.isArray(v) && /may have run/.test(v[1])).length, 0);
   const unexpectedByKind = new Map();
   for (const u of unexpected) unexpectedByKind.set(u.what, (unexpectedByKind.get(u.what) ?? 0) + 1);
 
@@ -391,15 +587,27 @@ async function stress(t, { seconds, locks }) {
   say('model requests', gen.requests);
   say('model turns (tool-call turns / answers)', `${gen.toolTurns + gen.textTurns} (${gen.toolTurns} / ${gen.textTurns})`);
   say('calls proposed by the model', gen.callsProposed);
+  const b = endPhase.before;
+  const leaseSaid = !b.lease ? 'none'
+    : b.lease.locked ? `locked, ${b.live ? 'live (lock held)' : 'dead (lock free)'}`
+      : `unlocked, lapses in ${(b.realUntilIn / 1000).toFixed(1)} s of real time${aheadMs ? ` (${b.live ? 'live' : 'lapsed'} on the shifted clock)` : ''}`;
+  say('thread after the loops', `lease ${leaseSaid}; journal ${b.run ? `${b.run.results.length} results, started ${b.run.started ?? 'none'}` : 'none'}; ` +
+    `agents still running a call: ${stillRunning} (waited ${quietS.toFixed(1)} s)`);
+  say('end phase', `${endPhase.rounds} rounds, ${endPhase.regatedRejected} re-gated rejected, ${endPhase.approved} approved, ${endPhase.retries} retries, ${endPhase.waits} waits` +
+    `${endPhase.errors.size ? ` (errors ${[...endPhase.errors].map(([c, n]) => `${c}=${n}`).join(' ')})` : ''}; ` +
+    `clock ${aheadMs ? `+${aheadMs / 1000} s` : 'real'}; lease ${endPhase.leaseLive ? 'STILL LIVE' : 'gone'} after ${endPhase.leaseWaitS.toFixed(1)} s; ` +
+    `rounds: ${endPhase.statuses.join(', ') || 'none'}; took ${((Date.now() - endT0) / 1000).toFixed(1)} s`);
   say('thread messages at the end', `${final.count} (status ${final.status})`);
   say('executions started / returned', `${starts.length} / ${returned}`);
-  say('executions cut off by a reload (may be re-gated) / re-gated', `${cutOff} / ${regatedAfterCut}`);
+  say('executions cut off by a reload (may be re-gated) / of them after an abort / re-gated', `${cutOff} / ${cutAfterAbort} / ${regatedAfterCut}`);
   say('actions (chat/decide/retry/refresh/open/double/with abort)', `${counts.actions} (${counts.chats}/${counts.decides}/${counts.retries}/${counts.refreshes}/${counts.opens}/${counts.doubles}/${counts.aborts})`);
   say('approvals / rejections (of which re-gated entries)', `${approvals} / ${rejections} (${regateRejections})`);
   say('reloads (mid-action)', `${counts.reloads} (${counts.interrupted})`);
   say('errors by code', [...codes].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c}=${n}`).join(' ') || 'none');
   say('double executions (must be 0)', doubles.length);
   say('results lost (must be 0)', `${lost.length + lostAfterCut.length} (action completed: ${lost.length}; cut-off action after the result was written: ${lostAfterCut.length})`);
+  say('journal results missing from the thread after the end phase (must be 0)', `${journalLost.length} of ${journal?.results.length ?? 0}`);
+  say('cut-off executions neither stored nor re-gated (must be 0)', cutNeither.length);
   say('"not executed" stored for a call that ran (must be 0)', notExecuted.length);
   say('results the model saw, then stored differently (must be 0)', seenByModel.length);
   say('"ran" stored for a call that never ran (must be 0)', ranWithoutExecution.length);
@@ -414,6 +622,11 @@ async function stress(t, { seconds, locks }) {
   const must0 = (label, items) => { if (items.length) problems.push(`${label}: ${items.length}\n  ${list(items)}`); };
   must0('double executions', doubles);
   must0('results lost (the tool returned, the thread has no "ran:<id>" result)', [...lost, ...lostAfterCut]);
+  must0('results of the run journal missing from the thread after the end phase', journalLost);
+  must0('cut-off executions with neither their result nor a re-gate stored', cutNeither);
+  if (final.status !== 'idle') problems.push(`the end phase did not bring the thread to idle: status ${final.status} after ${endPhase.rounds} rounds (${endPhase.statuses.join(', ')})`);
+  if (endPhase.leaseLive) problems.push(`a live lease was still in the thread record ${endPhase.leaseWaitS.toFixed(1)} s after the loops stopped: ${JSON.stringify(leaseState.lease)}`);
+  if (stillRunning) problems.push(`${stillRunning} agents still running a call ${quietS.toFixed(1)} s after the loops stopped`);
   must0('"TOOL NOT EXECUTED" stored for a call that ran', notExecuted);
   must0('results the model saw, then stored differently', seenByModel);
   must0('"ran" stored for a call that never started', ranWithoutExecution);
@@ -433,7 +646,7 @@ async function stress(t, { seconds, locks }) {
 
 const skip = (s) => (s > 0 ? false : 'duration 0');
 test(`${cfg.tabs} tabs x ${cfg.seconds} s on one thread with Web Locks: no tool runs twice, no result is lost, every model request is valid`,
-  { timeout: (cfg.seconds + 60) * 1000, skip: skip(cfg.seconds) }, (t) => stress(t, { seconds: cfg.seconds, locks: true }));
+  { timeout: cfg.variantBudget(cfg.seconds) * 1000, skip: skip(cfg.seconds) }, (t) => stress(t, { seconds: cfg.seconds, locks: true }));
 
 test(`${cfg.tabs} tabs x ${cfg.nolockSeconds} s on one thread without Web Locks (plain http): the same promises`,
-  { timeout: (cfg.nolockSeconds + 60) * 1000, skip: skip(cfg.nolockSeconds) }, (t) => stress(t, { seconds: cfg.nolockSeconds, locks: false }));
+  { timeout: cfg.variantBudget(cfg.nolockSeconds) * 1000, skip: skip(cfg.nolockSeconds) }, (t) => stress(t, { seconds: cfg.nolockSeconds, locks: false }));
