@@ -6,6 +6,7 @@ mod error;
 mod machine;
 mod model;
 mod policies;
+mod policy_change;
 pub mod results;
 mod state;
 mod tools;
@@ -14,6 +15,7 @@ pub use decisions::{Decision, parse_payload};
 pub use error::EngineError;
 pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};
 pub use model::{ModelOutput, ModelToolCall};
+pub use policy_change::{PolicyChange, Setting};
 pub use state::{CallResult, Commit, RunJournal, ThreadState, ThreadStatus};
 pub use tools::{
     Gate, PolicyVerdict, ToolPolicies, ToolPolicy, ToolSet, ToolSpec, check_tool_name,

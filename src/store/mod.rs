@@ -5,7 +5,9 @@
 pub mod indexeddb;
 pub mod memory;
 pub mod ownership;
+pub mod page;
 mod record;
+pub mod summary;
 
 #[cfg(target_arch = "wasm32")]
 pub use indexeddb::IndexedDbStore;

@@ -1,0 +1,157 @@
+//! `Agent.listThreads`: one summary per thread, from its record alone (no message is read).
+
+use super::ownership::{LockProbe, Owner, judge};
+use super::record::ThreadRecord;
+use serde::Serialize;
+
+/// A thread in a thread list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSummary {
+    pub thread_id: String,
+    pub title: Option<String>,
+    pub message_count: u64,
+    pub created_at: f64,
+    pub updated_at: f64,
+    pub status: SummaryStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SummaryStatus {
+    Idle,
+    AwaitingApproval,
+    /// Tool results are awaited, or a run was cut off and waits for `retry()`.
+    Waiting,
+    /// An agent (in any tab) runs the thread now.
+    Running,
+}
+
+impl ThreadSummary {
+    /// The summary of `record`. `probe` is what the thread's Web Lock said, asked after the
+    /// record was read, when [`needs_probe`] says so (else `LockProbe::Unsupported`).
+    pub fn new(record: &ThreadRecord, probe: LockProbe, now_ms: f64) -> Self {
+        // No agent is "me" here: any live lease is somebody else's run.
+        let running = matches!(
+            judge(record.lease.as_ref(), "", now_ms, probe),
+            Owner::Live(_)
+        );
+        let status = if running {
+            SummaryStatus::Running
+        } else if record.pending_approvals > 0 {
+            SummaryStatus::AwaitingApproval
+        } else if record.run.is_some() {
+            SummaryStatus::Waiting
+        } else {
+            SummaryStatus::Idle
+        };
+        ThreadSummary {
+            thread_id: record.id.clone(),
+            title: record.title.clone(),
+            message_count: record.message_count,
+            created_at: record.created_at,
+            updated_at: record.updated_at,
+            status,
+        }
+    }
+}
+
+/// Whether judging `record` needs its Web Lock asked: only a lease taken with the lock held
+/// is judged by the lock (the others by their expiry).
+pub fn needs_probe(record: &ThreadRecord) -> bool {
+    record.lease.as_ref().is_some_and(|l| l.locked)
+}
+
+/// Newest first; threads updated at the same time keep their stored order.
+pub fn newest_first(records: &mut Vec<ThreadRecord>) {
+    crate::sort::sort_by_key(records, |r| !crate::sort::f64_key(r.updated_at));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::RunJournal;
+    use crate::store::Lease;
+    use crate::thread::MessageId;
+
+    fn record(id: &str, updated_at: f64) -> ThreadRecord {
+        let mut r = ThreadRecord::new(id, 1.0);
+        r.updated_at = updated_at;
+        r
+    }
+
+    fn lease(locked: bool, until: f64) -> Option<Lease> {
+        Some(Lease {
+            owner: "agent_a".into(),
+            until,
+            locked,
+        })
+    }
+
+    #[test]
+    fn status_from_the_record_alone() {
+        let idle = record("t", 5.0);
+        let s = ThreadSummary::new(&idle, LockProbe::Unsupported, 10.0);
+        assert_eq!(s.status, SummaryStatus::Idle);
+        assert_eq!((s.thread_id.as_str(), s.updated_at), ("t", 5.0));
+
+        let mut waiting = record("t", 5.0);
+        waiting.run = Some(RunJournal::new(MessageId::from_number(1)));
+        assert_eq!(
+            ThreadSummary::new(&waiting, LockProbe::Unsupported, 10.0).status,
+            SummaryStatus::Waiting
+        );
+
+        // Pending approvals win over a run journal: a decision is what the thread needs.
+        let mut gated = waiting.clone();
+        gated.pending_approvals = 2;
+        assert_eq!(
+            ThreadSummary::new(&gated, LockProbe::Unsupported, 10.0).status,
+            SummaryStatus::AwaitingApproval
+        );
+    }
+
+    #[test]
+    fn running_is_judged_by_the_lock_or_the_lease_expiry() {
+        let mut r = record("t", 5.0);
+        r.pending_approvals = 1;
+        r.lease = lease(true, 0.0);
+        assert!(needs_probe(&r));
+        let status = |r: &ThreadRecord, probe| ThreadSummary::new(r, probe, 10.0).status;
+        // A locked lease: the lock decides, whatever the expiry says.
+        assert_eq!(status(&r, LockProbe::Held), SummaryStatus::Running);
+        assert_eq!(status(&r, LockProbe::Free), SummaryStatus::AwaitingApproval);
+        // Without Web Locks: the expiry decides.
+        r.lease = lease(false, 20.0);
+        assert!(!needs_probe(&r));
+        assert_eq!(status(&r, LockProbe::Unsupported), SummaryStatus::Running);
+        r.lease = lease(false, 9.0);
+        assert_eq!(
+            status(&r, LockProbe::Unsupported),
+            SummaryStatus::AwaitingApproval
+        );
+        r.lease = None;
+        assert!(!needs_probe(&r));
+    }
+
+    #[test]
+    fn newest_first_keeps_the_stored_order_of_equal_times() {
+        let mut list = vec![record("a", 1.0), record("b", 3.0), record("c", 1.0)];
+        list.push(record("d", 3.0));
+        newest_first(&mut list);
+        let ids: Vec<&str> = list.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["b", "d", "a", "c"]);
+    }
+
+    #[test]
+    fn serialized_with_the_documented_keys() {
+        let mut r = record("t", 5.0);
+        r.title = Some("Hello".into());
+        r.message_count = 3;
+        let json = serde_json::to_string(&ThreadSummary::new(&r, LockProbe::Unsupported, 10.0));
+        assert_eq!(
+            json.unwrap(),
+            r#"{"threadId":"t","title":"Hello","messageCount":3,"createdAt":1.0,"updatedAt":5.0,"status":"idle"}"#
+        );
+    }
+}
