@@ -5,6 +5,7 @@
 //! `js`) for browsers. Data flows one way: JS → glue → driver → engine, and back as steps.
 
 pub mod engine;
+pub mod event;
 mod json_object;
 pub mod providers;
 pub mod schema;

@@ -1,7 +1,8 @@
 //! TypeScript declarations for everything the JS API takes and returns. The message and entry
 //! types mirror `crate::thread` (their serde impls are hand-written for the exact key order, so
-//! they cannot be derived); `tests/types/` compiles the golden JSON fixtures that Rust writes
-//! against these types with `tsc`, so the two cannot drift apart silently.
+//! they cannot be derived), the events `crate::event`; `tests/types/` compiles the golden JSON
+//! fixtures that Rust writes (messages, one event of each kind) against these types with
+//! `tsc`, so the two cannot drift apart silently.
 
 use wasm_bindgen::prelude::*;
 
@@ -128,6 +129,8 @@ export interface AgentOptions {
   historyLimit?: number;
 }
 
+/** What `onEvent` receives. Mirrors the Rust `Event` enum (src/event.rs): `make test-types`
+ *  checks one fixture of each variant against this union. */
 export type AgentEvent =
   | { type: "text_delta"; delta: string }
   | { type: "tool_call_started"; index: number; callId: string; name: string }

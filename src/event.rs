@@ -1,0 +1,87 @@
+//! What `onEvent` receives: one plain object per event, `type` first. The TypeScript union
+//! `AgentEvent` (src/js/types.rs) is checked against one fixture per variant
+//! (tests/event_fixtures.rs writes them, `make test-types` compiles them).
+//!
+//! Fields borrow where they can (`Cow`): an event is built, converted to JS and dropped.
+//! `Deserialize` is there for the fixture test, which reads the fixtures back and asks serde
+//! for the list of variants.
+
+use crate::engine::Outcome;
+use crate::thread::Message;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::borrow::Cow;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum Event<'a> {
+    /// A fragment of the model's text as it streams.
+    TextDelta {
+        delta: Cow<'a, str>,
+    },
+    /// The model began a tool call (streaming only).
+    ToolCallStarted {
+        index: usize,
+        call_id: Cow<'a, str>,
+        name: Cow<'a, str>,
+    },
+    /// A fragment of a tool call's JSON arguments.
+    ToolCallDelta {
+        index: usize,
+        delta: Cow<'a, str>,
+    },
+    /// A message was stored.
+    Message {
+        message: Cow<'a, Message>,
+    },
+    /// The tail was rewritten in place (a partial decision).
+    MessageUpdated {
+        message: Cow<'a, Message>,
+    },
+    /// A tool ran: its output, or the error message the model gets.
+    ToolResult {
+        call_id: Cow<'a, str>,
+        name: Cow<'a, str>,
+        ok: bool,
+        result: Cow<'a, Value>,
+    },
+    /// A failed model call is tried again after `delay_ms`.
+    Retry {
+        attempt: u32,
+        delay_ms: u64,
+        error: EventError,
+    },
+    /// The run ended: the last event of a run, with the thread's last message.
+    Completed {
+        message: Option<Cow<'a, Message>>,
+    },
+    AwaitingApproval {
+        message: Option<Cow<'a, Message>>,
+    },
+    AwaitingToolResults {
+        message: Option<Cow<'a, Message>>,
+    },
+}
+
+/// The error of a `retry` event: the error's stable code and its message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventError {
+    pub code: String,
+    pub message: String,
+}
+
+impl<'a> Event<'a> {
+    /// The last event of a run that ended with `outcome`.
+    pub fn finished(outcome: Outcome, tail: Option<&'a Message>) -> Self {
+        let message = tail.map(Cow::Borrowed);
+        match outcome {
+            Outcome::Completed { .. } => Event::Completed { message },
+            Outcome::AwaitingApproval => Event::AwaitingApproval { message },
+            Outcome::AwaitingToolResults => Event::AwaitingToolResults { message },
+        }
+    }
+}
