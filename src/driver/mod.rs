@@ -13,7 +13,9 @@ use crate::engine::{
     Engine, EngineConfig, EngineError, Outcome, PolicyVerdict, Step, ThreadState, ToolPolicy,
     ToolSet,
 };
+use crate::event::Event;
 use crate::providers::ToolDef;
+use crate::store::summary::{self, ThreadSummary};
 use crate::store::{
     Admission, LEASE_MS, Lease, LockAttempt, LockProbe, Owner, RENEW_MS, Snapshot, StoreError,
     Writer, admit, judge, must_recover,
@@ -22,7 +24,8 @@ use crate::thread::Message;
 use error::AgentError;
 use events::Emitter;
 use model::ModelHandle;
-use serde_json::{Value, json};
+use serde_json::Value;
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::Rc;
 use store::Store;
@@ -203,18 +206,21 @@ pub fn running_elsewhere(s: &Session) -> bool {
     }
 }
 
-/// True when an agent (in any tab) is running this thread now, judged from its record and the
-/// Web Lock.
-pub async fn record_running(database: &str, record: &crate::store::ThreadRecord) -> bool {
-    let Some(lease) = record.lease.as_ref() else {
-        return false;
-    };
-    let probe = if lease.locked {
-        locks::probe(&locks::lock_name(database, &record.id)).await
-    } else {
-        LockProbe::Unsupported
-    };
-    matches!(judge(Some(lease), "", now(), probe), Owner::Live(_))
+/// The summaries of a database's threads, newest first (docs/design.md, "Run ownership": a
+/// thread is "running" while a live agent holds it).
+pub async fn summaries(store: &Store) -> Result<Vec<ThreadSummary>, AgentError> {
+    let mut records = store.list().await?;
+    summary::newest_first(&mut records);
+    let mut out = Vec::with_capacity(records.len());
+    for r in &records {
+        let probe = if summary::needs_probe(r) {
+            locks::probe(&locks::lock_name(store.name(), &r.id)).await
+        } else {
+            LockProbe::Unsupported
+        };
+        out.push(ThreadSummary::new(r, probe, now()));
+    }
+    Ok(out)
 }
 
 /// Whether this agent is running a call now.
@@ -573,9 +579,15 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
                     None => Err(format!("the tool \"{}\" is not available", inv.tool)),
                 };
                 if ev.enabled() {
-                    ev.emit(json!({ "type": "tool_result", "callId": inv.call_id, "name": inv.tool,
-                        "ok": outcome.is_ok(),
-                        "result": match &outcome { Ok(v) => v.clone(), Err(m) => Value::String(m.clone()) } }));
+                    ev.emit(&Event::ToolResult {
+                        call_id: Cow::Borrowed(&inv.call_id),
+                        name: Cow::Borrowed(&inv.tool),
+                        ok: outcome.is_ok(),
+                        result: match &outcome {
+                            Ok(v) => Cow::Borrowed(v),
+                            Err(m) => Cow::Owned(Value::String(m.clone())),
+                        },
+                    });
                 }
                 s.borrow_mut()
                     .engine
@@ -584,19 +596,11 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
             Step::Yield(outcome) => {
                 if ev.enabled() {
                     let g = s.borrow();
-                    ev.with_message(outcome_status(outcome), g.engine.tail());
+                    ev.emit(&Event::finished(outcome, g.engine.tail()));
                 }
                 return Ok(Ended::Done(Some(outcome)));
             }
         }
-    }
-}
-
-pub fn outcome_status(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Completed { .. } => "completed",
-        Outcome::AwaitingApproval => "awaiting_approval",
-        Outcome::AwaitingToolResults => "awaiting_tool_results",
     }
 }
 
@@ -636,10 +640,14 @@ async fn persist(
             }
             drop(g);
             if let Some(t) = &commit.replace_tail {
-                ev.message("message_updated", t);
+                ev.emit(&Event::MessageUpdated {
+                    message: Cow::Borrowed(t),
+                });
             }
             for m in &commit.append {
-                ev.message("message", m);
+                ev.emit(&Event::Message {
+                    message: Cow::Borrowed(m),
+                });
             }
             Ok(())
         }

@@ -5,14 +5,17 @@ use super::error::AgentError;
 use super::events::Emitter;
 use super::fetch::{self, AbortLink, BodyReader, FetchError};
 use crate::engine::{ModelOutput, ModelToolCall};
-use crate::js::convert::{from_js_as, json_object, json_string, parse_js};
+use crate::event::{Event, EventError};
+use crate::js::convert::{from_js, js_object, js_ref, json_value, parse_json, to_js};
 use crate::providers::{
     ModelConfig, ProviderError, ProviderKind, ResponseStream, RetryPolicy, StreamDelta, ToolDef,
     build_request, demo, parse_response,
 };
 use crate::thread::{Message, Usage};
 use js_sys::{Function, Promise};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::borrow::Cow;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::AbortSignal;
@@ -73,8 +76,16 @@ pub async fn call(
                 let Some(Some(ms)) = delay else {
                     return Err(err);
                 };
-                ev.emit(json!({ "type": "retry", "attempt": attempt, "delayMs": ms,
-                    "error": { "code": err.code(), "message": err.to_string() } }));
+                if ev.enabled() {
+                    ev.emit(&Event::Retry {
+                        attempt,
+                        delay_ms: ms,
+                        error: EventError {
+                            code: err.code().into(),
+                            message: err.to_string(),
+                        },
+                    });
+                }
                 fetch::sleep(ms, &link).await.map_err(fetch_error)?;
             }
         }
@@ -109,8 +120,10 @@ async fn once(
             return Err(AgentError::Aborted);
         }
         let out = parse_response(cfg.provider, status, &body)?;
-        if !out.text.is_empty() {
-            ev.text_delta(&out.text);
+        if !out.text.is_empty() && ev.enabled() {
+            ev.emit(&Event::TextDelta {
+                delta: Cow::Borrowed(&out.text),
+            });
         }
         return Ok(out);
     }
@@ -147,13 +160,20 @@ fn emit_delta(ev: &Emitter, d: &StreamDelta) {
     if !ev.enabled() {
         return;
     }
-    match d {
-        StreamDelta::Text(t) => ev.text_delta(t),
-        StreamDelta::ToolCallStarted { index, id, name } => ev.emit(json!({
-            "type": "tool_call_started", "index": index, "callId": id, "name": name })),
-        StreamDelta::ToolCallArguments { index, delta } => ev.emit(json!({
-            "type": "tool_call_delta", "index": index, "delta": delta })),
-    }
+    ev.emit(&match d {
+        StreamDelta::Text(t) => Event::TextDelta {
+            delta: Cow::Borrowed(t),
+        },
+        StreamDelta::ToolCallStarted { index, id, name } => Event::ToolCallStarted {
+            index: *index,
+            call_id: Cow::Borrowed(id),
+            name: Cow::Borrowed(name),
+        },
+        StreamDelta::ToolCallArguments { index, delta } => Event::ToolCallDelta {
+            index: *index,
+            delta: Cow::Borrowed(delta),
+        },
+    });
 }
 
 /// JS's `toLowerCase` (the Unicode default case conversion, like `str::to_lowercase`,
@@ -170,31 +190,57 @@ fn fetch_error(e: FetchError) -> AgentError {
 }
 
 /// What a `custom` provider function returns.
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "an answer object { text, toolCalls, usage, stopReason }"
+)]
 struct CustomAnswer {
     text: Option<String>,
+    #[serde(default)]
     tool_calls: Vec<CustomCall>,
     usage: Option<Usage>,
     stop_reason: Option<String>,
 }
 
-crate::json_object::deserialize_object!(CustomAnswer, "struct CustomAnswer" {
-    text: Option<String> = "text" [default],
-    tool_calls: Vec<CustomCall> = "toolCalls" [default],
-    usage: Option<Usage> = "usage" [default],
-    stop_reason: Option<String> = "stopReason" [default],
-});
-
+#[derive(Deserialize)]
+#[serde(expecting = "a tool call { id, name, arguments }")]
 struct CustomCall {
     id: Option<String>,
     name: String,
-    arguments: Value,
+    /// An object or its JSON text: JSON, read with `JSON.stringify`'s rules.
+    #[serde(default, deserialize_with = "js_object")]
+    arguments: Option<JsValue>,
 }
 
-crate::json_object::deserialize_object!(CustomCall, "struct CustomCall" {
-    id: Option<String> = "id" [default],
-    name: String = "name" [required],
-    arguments: Value = "arguments" [default],
-});
+/// What a `custom` provider function is called with. `messages` and `tools` are JSON text
+/// parsed by JS: a whole history is faster that way (see `js::convert`), and serde-wasm-bindgen
+/// refuses integers beyond 2^53 that a schema may hold while `JSON.parse` rounds them.
+#[derive(Serialize)]
+struct CustomRequest<'a> {
+    #[serde(serialize_with = "serde_wasm_bindgen::preserve::serialize")]
+    messages: JsValue,
+    #[serde(serialize_with = "serde_wasm_bindgen::preserve::serialize")]
+    tools: JsValue,
+    instructions: Option<&'a str>,
+    #[serde(serialize_with = "js_ref", skip_serializing_if = "Option::is_none")]
+    signal: Option<&'a AbortSignal>,
+}
+
+#[derive(Serialize)]
+struct CustomTool<'a> {
+    name: &'a str,
+    description: Option<&'a str>,
+    parameters: &'a Value,
+}
+
+/// `v` as JSON text parsed by JS.
+fn json_js<T: Serialize + ?Sized>(v: &T) -> JsValue {
+    serde_json::to_string(v)
+        .ok()
+        .and_then(|text| parse_json(&text))
+        .unwrap_or(JsValue::NULL)
+}
 
 async fn custom(
     m: &ModelHandle,
@@ -206,29 +252,20 @@ async fn custom(
     let f = m.custom.as_ref().ok_or_else(|| {
         AgentError::InvalidConfig("the custom provider needs a `model.call` function".into())
     })?;
-    let tool_list: Vec<Value> = tools
+    let tools: Vec<CustomTool> = tools
         .iter()
-        .map(
-            |t| json!({ "name": t.name, "description": t.description, "parameters": t.parameters }),
-        )
+        .map(|t| CustomTool {
+            name: &t.name,
+            description: t.description.as_deref(),
+            parameters: &t.parameters,
+        })
         .collect();
-    let request = parse_js(&json_object(&[
-        (
-            "messages",
-            &serde_json::to_string(history).unwrap_or_default(),
-        ),
-        (
-            "tools",
-            &serde_json::to_string(&tool_list).unwrap_or_default(),
-        ),
-        (
-            "instructions",
-            &instructions.map_or_else(|| "null".to_owned(), json_string),
-        ),
-    ]));
-    if let Some(sig) = signal {
-        let _ = js_sys::Reflect::set(&request, &"signal".into(), sig);
-    }
+    let request = to_js(&CustomRequest {
+        messages: json_js(history),
+        tools: json_js(&tools),
+        instructions,
+        signal,
+    });
     let ret = f
         .call1(&JsValue::NULL, &request)
         .map_err(|e| custom_error(&e))?;
@@ -239,7 +276,7 @@ async fn custom(
     if signal.is_some_and(AbortSignal::aborted) {
         return Err(AgentError::Aborted);
     }
-    let a: CustomAnswer = from_js_as(&ret).map_err(|e| bad_custom(&e))?;
+    let a: CustomAnswer = from_js(ret).map_err(|e| bad_custom(&e))?;
     Ok(ModelOutput {
         text: a.text.unwrap_or_default(),
         tool_calls: a
@@ -247,14 +284,16 @@ async fn custom(
             .into_iter()
             .enumerate()
             .map(|(i, c)| {
-                let args = match c.arguments {
-                    Value::String(s) => s,
-                    Value::Null => String::new(),
-                    other => crate::thread::json_text(&other),
+                let args = match c.arguments.map(|a| json_value(&a)).transpose() {
+                    Ok(Some(Value::String(s))) => s,
+                    Ok(None | Some(Value::Null)) => String::new(),
+                    Ok(Some(other)) => crate::thread::json_text(&other),
+                    Err(e) => return Err(bad_custom(&format!("`arguments`: {e}"))),
                 };
-                ModelToolCall::new(c.id.unwrap_or_else(|| format!("call_{i}")), c.name, args)
+                let id = c.id.unwrap_or_else(|| format!("call_{i}"));
+                Ok(ModelToolCall::new(id, c.name, args))
             })
-            .collect(),
+            .collect::<Result<_, _>>()?,
         usage: a.usage,
         stop_reason: a.stop_reason,
     })

@@ -4,9 +4,10 @@
 use super::error::AgentError;
 use super::fetch::describe;
 use crate::engine::{PolicyVerdict, ToolSpec};
-use crate::js::convert::{from_js, to_js};
-use js_sys::{Function, Promise, Reflect};
-use serde_json::{Map, Value, json};
+use crate::js::convert::{js_ref, json_value, to_js};
+use js_sys::{Function, Promise};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
@@ -41,80 +42,14 @@ pub struct JsTool {
     pub policy: Option<Function>,
 }
 
-impl JsTool {
-    /// Reads one entry of `tools`. Data fields go through JSON; functions are taken as they are.
-    pub fn parse(v: &JsValue) -> Result<JsTool, AgentError> {
-        let bad = |m: String| AgentError::InvalidConfig(m);
-        let data = from_js(v).map_err(|e| bad(format!("a tool is not serializable: {e}")))?;
-        let obj = data
-            .as_object()
-            .ok_or_else(|| bad("each tool must be an object".into()))?;
-        let name = match obj.get("name") {
-            Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-            _ => return Err(bad("each tool needs a non-empty string `name`".into())),
-        };
-        crate::engine::check_tool_name(&name).map_err(bad)?;
-        let mut spec = ToolSpec::new(name.clone());
-        let opt_str = |k: &str| -> Result<Option<String>, AgentError> {
-            match obj.get(k) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(_) => Err(bad(format!("tool \"{name}\": `{k}` must be a string"))),
-            }
-        };
-        let opt_bool = |k: &str| -> Result<Option<bool>, AgentError> {
-            match obj.get(k) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::Bool(b)) => Ok(Some(*b)),
-                Some(_) => Err(bad(format!("tool \"{name}\": `{k}` must be true or false"))),
-            }
-        };
-        spec.description = opt_str("description")?;
-        spec.label = opt_str("label")?;
-        spec.schema = match obj.get("parameters") {
-            None | Some(Value::Null) => json!({ "type": "object", "properties": {} }),
-            Some(v @ Value::Object(_)) => v.clone(),
-            Some(_) => {
-                return Err(bad(format!(
-                    "tool \"{name}\": `parameters` must be a JSON Schema object"
-                )));
-            }
-        };
-        spec.extra = match obj.get("providerOptions") {
-            Some(v @ Value::Object(o)) if !o.is_empty() => v.clone(),
-            _ => Value::Array(Vec::new()),
-        };
-        spec.require_approval = opt_bool("requireApproval")?;
-        spec.enabled = opt_bool("enabled")?.unwrap_or(true);
-        spec.auto_approve = opt_bool("autoApprove")?.unwrap_or(false);
-        spec.idempotent = opt_bool("idempotent")?.unwrap_or(false);
-        let func = |k: &str| -> Result<Option<Function>, AgentError> {
-            let f = Reflect::get(v, &k.into()).unwrap_or(JsValue::UNDEFINED);
-            if f.is_undefined() || f.is_null() {
-                return Ok(None);
-            }
-            f.dyn_into::<Function>()
-                .map(Some)
-                .map_err(|_| bad(format!("tool \"{name}\": `{k}` must be a function")))
-        };
-        let execute = func("execute")?;
-        let policy = func("approvalPolicy")?;
-        spec.external = execute.is_none();
-        spec.has_policy = policy.is_some();
-        Ok(JsTool {
-            spec,
-            execute,
-            policy,
-        })
-    }
-}
-
-fn ctx(call_id: &str, thread_id: &str, signal: Option<&web_sys::AbortSignal>) -> JsValue {
-    let c = to_js(&json!({ "callId": call_id, "threadId": thread_id }));
-    if let Some(s) = signal {
-        let _ = Reflect::set(&c, &"signal".into(), s);
-    }
-    c
+/// The second argument of `execute` and `approvalPolicy`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolContext<'a> {
+    call_id: &'a str,
+    thread_id: &'a str,
+    #[serde(serialize_with = "js_ref", skip_serializing_if = "Option::is_none")]
+    signal: Option<&'a web_sys::AbortSignal>,
 }
 
 /// The value of a JS call that may return a Promise.
@@ -161,7 +96,7 @@ fn outcome(r: Result<JsValue, JsValue>) -> Result<Value, String> {
     if let Some(s) = out.as_string() {
         return Ok(Value::String(s));
     }
-    from_js(&out).map_err(|e| format!("the tool returned a value that is not JSON: {e}"))
+    json_value(&out).map_err(|e| format!("the tool returned a value that is not JSON: {e}"))
 }
 
 /// The outcome of an abandoned `execute` once it settles.
@@ -193,7 +128,12 @@ pub async fn execute(
             tool.spec.name
         )));
     };
-    match call_maybe_async(f, &to_js(inputs), &ctx(call_id, thread_id, signal), signal).await {
+    let ctx = to_js(&ToolContext {
+        call_id,
+        thread_id,
+        signal,
+    });
+    match call_maybe_async(f, &to_js(inputs), &ctx, signal).await {
         Answer::Now(r) => Execution::Settled(outcome(r)),
         Answer::Abandoned(p) => Execution::Abandoned(p),
     }
@@ -211,7 +151,12 @@ pub async fn verdict(
     let Some(f) = &tool.policy else {
         return Some(PolicyVerdict::Allow);
     };
-    let (inputs, ctx) = (to_js(inputs), ctx(call_id, thread_id, None));
+    let ctx = to_js(&ToolContext {
+        call_id,
+        thread_id,
+        signal: None,
+    });
+    let inputs = to_js(inputs);
     Some(match call_maybe_async(f, &inputs, &ctx, signal).await {
         Answer::Abandoned(_) => return None,
         Answer::Now(Ok(v)) => match (v.as_bool(), v.as_string()) {

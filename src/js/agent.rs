@@ -1,15 +1,19 @@
-//! The `Agent` class (SPEC §1). Each method converts its JS input, calls the driver or reads
-//! the engine, and converts the result back; errors become `GatehouseError`s in `js::error`.
+//! The `Agent` class. Every method has one shape: its JS arguments are read into a params
+//! struct (`js::options`, or the small ones below), the driver or the engine does the work,
+//! and a typed result goes back through `to_js`; errors become `GatehouseError`s in
+//! `js::error`.
 
 use crate::driver::error::AgentError;
 use crate::driver::store::Store;
-use crate::driver::{self, Input, OpenOptions, RunOptions, Shared, outcome_status};
-use crate::engine::{EngineError, Outcome, ThreadStatus};
-use crate::js::convert::{from_js, json_object, json_string, message_json, parse_js, to_js};
+use crate::driver::{self, Input, OpenOptions, RunOptions, Shared};
+use crate::engine::{EngineError, Outcome, PolicyChange, Setting, ThreadStatus};
+use crate::js::convert::{from_js, js_object, json_value, parse_json, to_js};
 use crate::js::error::{invalid_config, to_js_error};
-use crate::js::options;
-use js_sys::Reflect;
-use serde_json::{Map, Value, json};
+use crate::js::options::{self, Storage};
+use crate::store::StoreError;
+use crate::thread::Message;
+use serde::de::{Deserializer, Error as _, Unexpected};
+use serde::{Deserialize, Serialize, Serializer};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -29,10 +33,8 @@ impl Agent {
     pub async fn open(
         #[wasm_bindgen(unchecked_param_type = "AgentOptions")] options: JsValue,
     ) -> Result<Agent, JsValue> {
-        let o = options::parse(&options).map_err(err)?;
-        let store = Store::open(&o.storage_kind, &o.database)
-            .await
-            .map_err(|e| err(e.into()))?;
+        let o = options::parse(options).map_err(err)?;
+        let store = open_store(&o.storage).await?;
         let s = driver::open(OpenOptions {
             thread_id: o.thread_id,
             store,
@@ -72,7 +74,7 @@ impl Agent {
             // Providers refuse empty turns; refuse it here, before anything is stored.
             return Err(invalid_config("chat(message): the message is empty"));
         }
-        self.run(Input::Message(text), &options).await
+        self.run(Input::Message(text), options).await
     }
 
     /// Decisions keyed by callId: `"approve"`, `"reject"` or `["reject", "reason"]`.
@@ -82,13 +84,7 @@ impl Agent {
         #[wasm_bindgen(unchecked_param_type = "Decisions")] decisions: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let v = from_js(&decisions).map_err(|e| {
-            err(AgentError::Engine(EngineError::InvalidDecision {
-                call_id: None,
-                message: e,
-            }))
-        })?;
-        self.run(Input::Decisions(v), &options).await
+        self.run(decisions_input(&decisions)?, options).await
     }
 
     /// Outputs of external tools (tools without `execute`), keyed by callId.
@@ -98,9 +94,7 @@ impl Agent {
         #[wasm_bindgen(unchecked_param_type = "Record<string, unknown>")] results: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let v = from_js(&results)
-            .map_err(|e| err(AgentError::Engine(EngineError::InvalidToolResults(e))))?;
-        self.run(Input::ToolResults(v), &options).await
+        self.run(tool_results_input(&results)?, options).await
     }
 
     /// Continues an unanswered turn (after a network error) or an interrupted run, without
@@ -110,7 +104,7 @@ impl Agent {
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
     ) -> Result<JsValue, JsValue> {
-        self.run(Input::Retry, &options).await
+        self.run(Input::Retry, options).await
     }
 
     /// The documented one-endpoint form: `{ message }`, `{ decisions }` or `{ toolResults }`.
@@ -121,34 +115,25 @@ impl Agent {
         #[wasm_bindgen(unchecked_param_type = "HandleBody")] body: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let field = |k: &str| Reflect::get(&body, &k.into()).unwrap_or(JsValue::UNDEFINED);
-        let (decisions, results, message) =
-            (field("decisions"), field("toolResults"), field("message"));
-        let input = if !decisions.is_undefined() {
-            Input::Decisions(from_js(&decisions).map_err(|e| {
-                err(AgentError::Engine(EngineError::InvalidDecision {
-                    call_id: None,
-                    message: e,
-                }))
-            })?)
-        } else if !results.is_undefined() {
-            Input::ToolResults(
-                from_js(&results)
-                    .map_err(|e| err(AgentError::Engine(EngineError::InvalidToolResults(e))))?,
-            )
-        } else if let Some(text) = message.as_string().filter(|t| !t.trim().is_empty()) {
+        let body: HandleParams =
+            from_js(body).map_err(|e| invalid_config(format!("handle(body): {e}")))?;
+        let input = if let Some(d) = body.decisions {
+            decisions_input(&d)?
+        } else if let Some(r) = body.tool_results {
+            tool_results_input(&r)?
+        } else if let Some(text) = body.message.filter(|t| !t.trim().is_empty()) {
             Input::Message(text)
         } else {
             return Err(invalid_config(
                 "handle(body): body must have `message` (a non-empty string), `decisions` or `toolResults`",
             ));
         };
-        let opts = options::run_options(&options).map_err(err)?;
+        let opts = options::run_options(options).map_err(err)?;
         match driver::run(&self.s, input, &opts).await {
-            Ok(o) => Ok(self.state_js(o)),
-            Err(e) if e.code() == "conflict" => Ok(to_js(
-                &json!({ "status": "conflict", "error": e.to_string() }),
-            )),
+            Ok(o) => Ok(self.state(o)),
+            Err(e) if e.code() == "conflict" => Ok(to_js(&HandleConflict::Conflict {
+                error: e.to_string(),
+            })),
             Err(e) => Err(err(e)),
         }
     }
@@ -187,13 +172,13 @@ impl Agent {
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "MessagesOptions")] options: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let num = |k: &str| {
-            Reflect::get(&options, &k.into())
-                .ok()
-                .and_then(|v| v.as_f64())
-        };
-        let limit = num("limit").map_or(u32::MAX, |n| n.clamp(0.0, u32::MAX as f64) as u32);
-        let before = num("beforeIndex").map(|i| i.max(0.0) as u64 + 1);
+        let p: Option<MessagesParams> =
+            from_js(options).map_err(|e| invalid_config(format!("messages(options): {e}")))?;
+        let p = p.unwrap_or_default();
+        let limit = p
+            .limit
+            .map_or(u32::MAX, |n| n.clamp(0.0, u32::MAX as f64) as u32);
+        let before = p.before_index.map(|i| i.max(0.0) as u64 + 1);
         let (store, thread) = {
             let g = self.s.borrow();
             (g.store.clone(), g.thread_id.clone())
@@ -202,19 +187,8 @@ impl Agent {
             .page(&thread, before, limit)
             .await
             .map_err(|e| err(e.into()))?;
-        // Rows hold message JSON text: join them into one array and parse once.
-        let mut text =
-            String::with_capacity(rows.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2);
-        text.push('[');
-        for (i, r) in rows.iter().enumerate() {
-            if i > 0 {
-                text.push(',');
-            }
-            text.push_str(&r.json);
-        }
-        text.push(']');
-        js_sys::JSON::parse(&text).map_err(|_| {
-            err(AgentError::Store(crate::store::StoreError::Corrupt(
+        parse_json(&crate::store::page::json_array(&rows)).ok_or_else(|| {
+            err(AgentError::Store(StoreError::Corrupt(
                 "a stored message is not JSON".into(),
             )))
         })
@@ -228,34 +202,13 @@ impl Agent {
         name: String,
         #[wasm_bindgen(unchecked_param_type = "ToolPolicyUpdate")] policy: JsValue,
     ) -> Result<(), JsValue> {
-        let v = from_js(&policy).map_err(|e| invalid_config(format!("setToolPolicy: {e}")))?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| invalid_config("setToolPolicy: the policy must be an object"))?;
-        let mut p = self
-            .s
-            .borrow()
-            .engine
-            .state()
-            .policies
-            .get(&name)
-            .copied()
-            .unwrap_or_default();
-        for (key, slot) in [
-            ("enabled", &mut p.enabled),
-            ("autoApprove", &mut p.auto_approve),
-        ] {
-            match obj.get(key) {
-                None => {}
-                Some(Value::Null) => *slot = None,
-                Some(Value::Bool(b)) => *slot = Some(*b),
-                Some(_) => {
-                    return Err(invalid_config(format!(
-                        "setToolPolicy: `{key}` must be true, false or null"
-                    )));
-                }
-            }
+        let change: PolicyParams =
+            from_js(policy).map_err(|e| invalid_config(format!("setToolPolicy: {e}")))?;
+        let p = PolicyChange {
+            enabled: change.enabled,
+            auto_approve: change.auto_approve,
         }
+        .applied(&self.s.borrow().engine.state().policies, &name);
         driver::run(&self.s, Input::SetPolicy(name, p), &RunOptions::default())
             .await
             .map_err(err)?;
@@ -268,17 +221,14 @@ impl Agent {
         let g = self.s.borrow();
         let policies = &g.engine.state().policies;
         let tools = g.engine.tools();
-        let mut out = Map::new();
-        for t in tools.iter() {
-            out.insert(
-                t.name.clone(),
-                json!({
-                    "enabled": tools.is_enabled(t, policies),
-                    "autoApprove": tools.is_auto_approved(t, policies),
-                }),
-            );
-        }
-        to_js(&out)
+        let effective = tools.iter().map(|t| {
+            let p = EffectivePolicy {
+                enabled: tools.is_enabled(t, policies),
+                auto_approve: tools.is_auto_approved(t, policies),
+            };
+            (t.name.as_str(), p)
+        });
+        to_js(&ByName(effective.collect()))
     }
 
     /// Re-reads the thread from storage (after another tab changed it).
@@ -297,25 +247,9 @@ impl Agent {
     pub async fn list_threads(
         #[wasm_bindgen(unchecked_optional_param_type = "StorageOptions")] storage: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let (kind, db) = options::storage(&storage);
-        let store = Store::open(&kind, &db).await.map_err(|e| err(e.into()))?;
-        let mut list = store.list().await.map_err(|e| err(e.into()))?;
-        // Newest first (descending `total_cmp`), equal times in stored order.
-        crate::sort::sort_by_key(&mut list, |r| !crate::sort::f64_key(r.updated_at));
-        let mut out = Vec::with_capacity(list.len());
-        for r in &list {
-            let status = if driver::record_running(store.name(), r).await {
-                "running"
-            } else {
-                summary_status(r)
-            };
-            out.push(
-                json!({ "threadId": r.id, "title": r.title, "messageCount": r.message_count,
-                             "createdAt": r.created_at, "updatedAt": r.updated_at,
-                             "status": status }),
-            );
-        }
-        Ok(to_js(&out))
+        let store = open_store(&options::storage_options(storage).map_err(err)?).await?;
+        let list = driver::summaries(&store).await.map_err(err)?;
+        Ok(to_js(&list))
     }
 
     /// Deletes a thread and its messages.
@@ -324,52 +258,168 @@ impl Agent {
         thread_id: String,
         #[wasm_bindgen(unchecked_optional_param_type = "StorageOptions")] storage: JsValue,
     ) -> Result<(), JsValue> {
-        let (kind, db) = options::storage(&storage);
-        let store = Store::open(&kind, &db).await.map_err(|e| err(e.into()))?;
+        let store = open_store(&options::storage_options(storage).map_err(err)?).await?;
         store.delete(&thread_id).await.map_err(|e| err(e.into()))
     }
 }
 
 impl Agent {
-    async fn run(&self, input: Input, options: &JsValue) -> Result<JsValue, JsValue> {
+    async fn run(&self, input: Input, options: JsValue) -> Result<JsValue, JsValue> {
         let opts = options::run_options(options).map_err(err)?;
         let outcome = driver::run(&self.s, input, &opts).await.map_err(err)?;
-        Ok(self.state_js(outcome))
+        Ok(self.state(outcome))
     }
 
-    fn state_js(&self, outcome: Option<Outcome>) -> JsValue {
+    /// What a run resolves to: how it ended and the thread's last message.
+    fn state(&self, outcome: Option<Outcome>) -> JsValue {
         let g = self.s.borrow();
         let status = match outcome {
-            Some(o) => outcome_status(o),
+            Some(Outcome::Completed { .. }) => RunStatus::Completed,
+            Some(Outcome::AwaitingApproval) => RunStatus::AwaitingApproval,
+            Some(Outcome::AwaitingToolResults) => RunStatus::AwaitingToolResults,
             None => match g.engine.status() {
-                ThreadStatus::AwaitingApproval => "awaiting_approval",
-                ThreadStatus::AwaitingToolResults => "awaiting_tool_results",
-                _ => "completed",
+                ThreadStatus::AwaitingApproval => RunStatus::AwaitingApproval,
+                ThreadStatus::AwaitingToolResults => RunStatus::AwaitingToolResults,
+                ThreadStatus::Idle | ThreadStatus::Interrupted => RunStatus::Completed,
             },
         };
-        let status = json_string(status);
-        let message = message_json(g.engine.tail());
-        let mut fields = vec![("status", status.as_str()), ("message", message.as_str())];
-        if matches!(
+        let max_steps = matches!(
             outcome,
             Some(Outcome::Completed {
                 max_steps_reached: true
             })
-        ) {
-            fields.push(("stopReason", "\"max_steps\""));
-        }
-        parse_js(&json_object(&fields))
+        );
+        to_js(&AgentState {
+            status,
+            message: g.engine.tail(),
+            stop_reason: max_steps.then_some(StopReason::MaxSteps),
+        })
     }
 }
 
-/// A thread's status from its record alone (no message read).
-fn summary_status(r: &crate::store::ThreadRecord) -> &'static str {
-    if r.pending_approvals > 0 {
-        "awaiting_approval"
-    } else if r.run.is_some() {
-        // Waiting for external results, or a run cut off mid-way.
-        "waiting"
+async fn open_store(s: &Storage) -> Result<Store, JsValue> {
+    Store::open(s.kind_name(), &s.database)
+        .await
+        .map_err(|e| err(e.into()))
+}
+
+/// Decisions are JSON the engine checks (`invalid_decision` otherwise).
+fn decisions_input(v: &JsValue) -> Result<Input, JsValue> {
+    json_value(v).map(Input::Decisions).map_err(|e| {
+        err(AgentError::Engine(EngineError::InvalidDecision {
+            call_id: None,
+            message: e,
+        }))
+    })
+}
+
+/// Tool results are JSON the engine checks (`invalid_tool_results` otherwise).
+fn tool_results_input(v: &JsValue) -> Result<Input, JsValue> {
+    json_value(v)
+        .map(Input::ToolResults)
+        .map_err(|e| err(AgentError::Engine(EngineError::InvalidToolResults(e))))
+}
+
+/// `handle(body)`.
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "an object { message } | { decisions } | { toolResults }"
+)]
+struct HandleParams {
+    message: Option<String>,
+    #[serde(default, deserialize_with = "js_object")]
+    decisions: Option<JsValue>,
+    #[serde(default, deserialize_with = "js_object")]
+    tool_results: Option<JsValue>,
+}
+
+/// `messages({ limit, beforeIndex })`.
+#[derive(Deserialize, Default)]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "an object { limit, beforeIndex }"
+)]
+struct MessagesParams {
+    limit: Option<f64>,
+    before_index: Option<f64>,
+}
+
+/// `setToolPolicy(name, { enabled, autoApprove })`.
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "a policy object { enabled, autoApprove }"
+)]
+struct PolicyParams {
+    #[serde(default, deserialize_with = "setting")]
+    enabled: Setting,
+    #[serde(default, deserialize_with = "setting")]
+    auto_approve: Setting,
+}
+
+/// A policy field: left out or `undefined` keeps it, `null` resets it, or a boolean. (Read
+/// as a JS value: serde sees `undefined` and `null` alike.)
+fn setting<'de, D: Deserializer<'de>>(d: D) -> Result<Setting, D::Error> {
+    let v: JsValue = serde_wasm_bindgen::preserve::deserialize(d)?;
+    if v.is_undefined() {
+        Ok(Setting::Keep)
+    } else if v.is_null() {
+        Ok(Setting::Reset)
+    } else if let Some(b) = v.as_bool() {
+        Ok(Setting::Set(b))
     } else {
-        "idle"
+        let found = v.js_typeof().as_string().unwrap_or_default();
+        Err(D::Error::invalid_type(
+            Unexpected::Other(&found),
+            &"true, false or null",
+        ))
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AgentState<'a> {
+    status: RunStatus,
+    message: Option<&'a Message>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_reason: Option<StopReason>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum RunStatus {
+    Completed,
+    AwaitingApproval,
+    AwaitingToolResults,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum StopReason {
+    /// The run made `maxSteps` model calls.
+    MaxSteps,
+}
+
+/// What `handle` resolves to instead of throwing `conflict`.
+#[derive(Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+enum HandleConflict {
+    Conflict { error: String },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EffectivePolicy {
+    enabled: bool,
+    auto_approve: bool,
+}
+
+/// A JS object keyed by name, in this order.
+struct ByName<'a, T>(Vec<(&'a str, T)>);
+
+impl<T: Serialize> Serialize for ByName<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
     }
 }

@@ -1,5 +1,5 @@
-//! wasm-bindgen glue: the exported `Agent` class, the TypeScript types, the single error
-//! conversion, and JSON conversion across the boundary.
+//! wasm-bindgen glue: the exported `Agent` class, its params and results, the TypeScript
+//! types, the single error conversion, and the conversions across the boundary.
 
 pub mod agent;
 pub mod convert;

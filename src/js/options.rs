@@ -1,184 +1,262 @@
-//! `Agent.open(options)`: reading and checking the options object.
+//! The options objects of the API, as params structs: `Agent.open(options)` with its tools and
+//! model, `{ signal, onEvent }` of the run methods, and `storage` of the static helpers.
 
+use crate::driver::RunOptions;
 use crate::driver::error::AgentError;
+use crate::driver::events::Emitter;
 use crate::driver::model::ModelHandle;
 use crate::driver::tools::JsTool;
-use crate::engine::EngineConfig;
-use crate::js::convert::{from_js, from_js_as, from_json};
-use crate::providers::{ModelConfig, RetryPolicy};
-use js_sys::{Array, Function, Reflect};
+use crate::engine::{EngineConfig, ToolSpec, check_tool_name};
+use crate::js::convert::{from_js, js_object, json_value};
+use crate::providers::{ModelConfig, ProviderKind, RetryPolicy};
+use js_sys::Function;
+use serde::Deserialize;
 use serde_json::Value;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
+use web_sys::AbortSignal;
 
+/// `Agent.open(options)`, checked.
 pub struct AgentOptions {
     pub thread_id: String,
     pub model: ModelHandle,
     pub instructions: Option<String>,
     pub tools: Vec<JsTool>,
-    pub storage_kind: String,
-    pub database: String,
+    pub storage: Storage,
     pub config: EngineConfig,
     pub history_limit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "an options object with `threadId`"
+)]
+struct OpenParams {
+    thread_id: String,
+    /// Read twice: as a [`ModelConfig`] (data) and as [`ModelExtras`].
+    #[serde(default, deserialize_with = "js_object")]
+    model: Option<JsValue>,
+    instructions: Option<String>,
+    tools: Option<Vec<ToolParams>>,
+    storage: Option<StorageParams>,
+    max_steps: Option<f64>,
+    history_limit: Option<f64>,
+}
+
+/// The parts of `model` that are not the provider's config.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelExtras {
+    /// The `custom` provider's function.
+    #[serde(default, deserialize_with = "js_object")]
+    call: Option<Function>,
+    max_retries: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", expecting = "a tool object with a `name`")]
+struct ToolParams {
+    name: String,
+    description: Option<String>,
+    label: Option<String>,
+    /// JSON Schema and provider keys are JSON: read with `JSON.stringify`'s rules.
+    #[serde(default, deserialize_with = "js_object")]
+    parameters: Option<JsValue>,
+    #[serde(default, deserialize_with = "js_object")]
+    provider_options: Option<JsValue>,
+    require_approval: Option<bool>,
+    enabled: Option<bool>,
+    auto_approve: Option<bool>,
+    idempotent: Option<bool>,
+    #[serde(default, deserialize_with = "js_object")]
+    execute: Option<Function>,
+    #[serde(default, deserialize_with = "js_object")]
+    approval_policy: Option<Function>,
+}
+
+/// `{ kind, database }`.
+#[derive(Deserialize, Default)]
+#[serde(expecting = "a storage object { kind, database }")]
+pub struct StorageParams {
+    kind: Option<StorageKind>,
+    database: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+pub enum StorageKind {
+    #[serde(rename = "indexeddb")]
+    IndexedDb,
+    #[serde(rename = "memory")]
+    Memory,
+}
+
+/// Where a thread is stored.
+pub struct Storage {
+    pub kind: StorageKind,
+    pub database: String,
+}
+
+impl Storage {
+    /// The kind's name for `Store::open`.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            StorageKind::IndexedDb => "indexeddb",
+            StorageKind::Memory => "memory",
+        }
+    }
+}
+
+/// `{ signal, onEvent }` of chat / submitDecisions / submitToolResults / retry / handle.
+#[derive(Deserialize, Default)]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "run options { signal, onEvent }"
+)]
+struct RunParams {
+    #[serde(default, deserialize_with = "js_object")]
+    signal: Option<AbortSignal>,
+    #[serde(default, deserialize_with = "js_object")]
+    on_event: Option<Function>,
 }
 
 fn bad(m: impl Into<String>) -> AgentError {
     AgentError::InvalidConfig(m.into())
 }
 
-fn get(obj: &JsValue, key: &str) -> JsValue {
-    Reflect::get(obj, &key.into()).unwrap_or(JsValue::UNDEFINED)
-}
-
-pub fn parse(options: &JsValue) -> Result<AgentOptions, AgentError> {
-    if !options.is_object() {
-        return Err(bad("Agent.open needs an options object"));
+pub fn parse(options: JsValue) -> Result<AgentOptions, AgentError> {
+    let p: OpenParams = from_js(options).map_err(|e| bad(format!("Agent.open: {e}")))?;
+    if p.thread_id.trim().is_empty() {
+        return Err(bad("`threadId` is required (a non-empty string)"));
     }
-    let thread_id = get(options, "threadId")
-        .as_string()
-        .filter(|s| !s.trim().is_empty())
-        .ok_or_else(|| bad("`threadId` is required (a non-empty string)"))?;
-
-    let model_js = get(options, "model");
-    let cfg: Result<ModelConfig, String> = if model_js.is_undefined() {
-        from_json(r#"{"provider":"demo"}"#)
-    } else {
-        from_js_as(&model_js)
+    let model = match p.model {
+        None => ModelHandle {
+            cfg: ModelConfig::new(ProviderKind::Demo, ""),
+            custom: None,
+            retry: RetryPolicy::default(),
+        },
+        Some(m) => model(m)?,
     };
-    let cfg = cfg.map_err(|e| bad(format!("`model`: {e}")))?;
-    cfg.validate().map_err(AgentError::from)?;
-    let custom = get(&model_js, "call").dyn_into::<Function>().ok();
-    if cfg.provider == crate::providers::ProviderKind::Custom && custom.is_none() {
-        return Err(bad(
-            "`model.call` must be a function for the custom provider",
-        ));
-    }
-    let mut retry = RetryPolicy::default();
-    if let Some(n) = get(&model_js, "maxRetries").as_f64() {
-        retry.max_retries = n.clamp(0.0, 10.0) as u32;
-    }
-
-    let instructions = match get(options, "instructions") {
-        v if v.is_undefined() || v.is_null() => None,
-        v => Some(
-            v.as_string()
-                .ok_or_else(|| bad("`instructions` must be a string"))?,
-        ),
-    };
-
-    let mut tools = Vec::new();
-    let tools_js = get(options, "tools");
-    if !tools_js.is_undefined() && !tools_js.is_null() {
-        if !Array::is_array(&tools_js) {
-            return Err(bad("`tools` must be an array"));
+    let mut tools: Vec<JsTool> = Vec::new();
+    for t in p.tools.unwrap_or_default() {
+        let tool = tool(t)?;
+        if tools.iter().any(|x| x.spec.name == tool.spec.name) {
+            return Err(bad(format!("two tools are named \"{}\"", tool.spec.name)));
         }
-        for t in Array::from(&tools_js).iter() {
-            let tool = JsTool::parse(&t)?;
-            if tools.iter().any(|x: &JsTool| x.spec.name == tool.spec.name) {
-                return Err(bad(format!("two tools are named \"{}\"", tool.spec.name)));
-            }
-            tools.push(tool);
-        }
+        tools.push(tool);
     }
-
-    let storage = get(options, "storage");
-    let default_kind = if has_indexed_db() {
-        "indexeddb"
-    } else {
-        "memory"
-    };
-    let storage_kind = get(&storage, "kind")
-        .as_string()
-        .unwrap_or_else(|| default_kind.into());
-    if storage_kind != "indexeddb" && storage_kind != "memory" {
-        return Err(bad(format!(
-            "`storage.kind` must be \"indexeddb\" or \"memory\", not \"{storage_kind}\""
-        )));
-    }
-    if storage_kind == "indexeddb" && !has_indexed_db() {
-        return Err(bad(
-            "IndexedDB is not available here: use `storage: { kind: \"memory\" }`",
-        ));
-    }
-    let database = get(&storage, "database")
-        .as_string()
-        .unwrap_or_else(|| "gatehouse".into());
-
     let mut config = EngineConfig::default();
-    match get(options, "maxSteps") {
-        v if v.is_undefined() => {}
-        v => match v.as_f64() {
-            Some(n) if n >= 1.0 => config.max_steps = n.min(1000.0) as u32,
-            _ => return Err(bad("`maxSteps` must be a number of at least 1")),
-        },
+    match p.max_steps {
+        None => {}
+        Some(n) if n >= 1.0 => config.max_steps = n.min(1000.0) as u32,
+        Some(_) => return Err(bad("`maxSteps` must be a number of at least 1")),
     }
-
-    let history_limit = match get(options, "historyLimit") {
-        v if v.is_undefined() || v.is_null() => None,
-        v => match v.as_f64() {
-            Some(n) if n >= 1.0 => Some(n.min(u32::MAX as f64) as u32),
-            _ => return Err(bad("`historyLimit` must be a number of at least 1")),
-        },
+    let history_limit = match p.history_limit {
+        None => None,
+        Some(n) if n >= 1.0 => Some(n.min(u32::MAX as f64) as u32),
+        Some(_) => return Err(bad("`historyLimit` must be a number of at least 1")),
     };
-
     Ok(AgentOptions {
-        thread_id,
-        model: ModelHandle { cfg, custom, retry },
-        instructions,
+        thread_id: p.thread_id,
+        model,
+        instructions: p.instructions,
         tools,
-        storage_kind,
-        database,
+        storage: storage(p.storage.unwrap_or_default())?,
         config,
         history_limit,
     })
 }
 
-/// `{ kind, database }` for the static thread helpers.
-pub fn storage(v: &JsValue) -> (String, String) {
-    let default_kind = if has_indexed_db() {
-        "indexeddb"
-    } else {
-        "memory"
-    };
-    let kind = get(v, "kind")
-        .as_string()
-        .unwrap_or_else(|| default_kind.into());
-    let db = get(v, "database")
-        .as_string()
-        .unwrap_or_else(|| "gatehouse".into());
-    (kind, db)
-}
-
-pub fn has_indexed_db() -> bool {
-    let g = js_sys::global();
-    Reflect::get(&g, &"indexedDB".into()).is_ok_and(|v| !v.is_undefined() && !v.is_null())
-}
-
-/// `{ signal, onEvent }` of chat / submitDecisions / submitToolResults / retry.
-pub fn run_options(v: &JsValue) -> Result<crate::driver::RunOptions, AgentError> {
-    if v.is_undefined() || v.is_null() {
-        return Ok(Default::default());
+fn model(m: JsValue) -> Result<ModelHandle, AgentError> {
+    let cfg: ModelConfig = from_js(m.clone()).map_err(|e| bad(format!("`model`: {e}")))?;
+    let extras: ModelExtras = from_js(m).map_err(|e| bad(format!("`model`: {e}")))?;
+    if cfg.provider == ProviderKind::Custom && extras.call.is_none() {
+        return Err(bad(
+            "`model.call` must be a function for the custom provider",
+        ));
     }
-    let signal = match get(v, "signal") {
-        s if s.is_undefined() || s.is_null() => None,
-        s => Some(
-            s.dyn_into::<web_sys::AbortSignal>()
-                .map_err(|_| bad("`signal` must be an AbortSignal"))?,
-        ),
-    };
-    let on_event = match get(v, "onEvent") {
-        f if f.is_undefined() || f.is_null() => None,
-        f => Some(
-            f.dyn_into::<Function>()
-                .map_err(|_| bad("`onEvent` must be a function"))?,
-        ),
-    };
-    Ok(crate::driver::RunOptions {
-        signal,
-        events: crate::driver::events::Emitter::new(on_event),
+    let mut retry = RetryPolicy::default();
+    if let Some(n) = extras.max_retries {
+        retry.max_retries = n.clamp(0.0, 10.0) as u32;
+    }
+    Ok(ModelHandle {
+        cfg,
+        custom: extras.call,
+        retry,
     })
 }
 
-/// A JSON value from JS for decisions and tool results (their shape is checked by the engine).
-pub fn payload(v: &JsValue, what: &str) -> Result<Value, AgentError> {
-    from_js(v).map_err(|e| bad(format!("{what}: {e}")))
+/// One entry of `tools`.
+fn tool(t: ToolParams) -> Result<JsTool, AgentError> {
+    check_tool_name(&t.name).map_err(bad)?;
+    let json = |what: &str, v: Option<JsValue>| -> Result<Option<Value>, AgentError> {
+        v.map(|v| json_value(&v))
+            .transpose()
+            .map_err(|e| bad(format!("tool \"{}\": `{what}` is not JSON: {e}", t.name)))
+    };
+    let mut spec = ToolSpec::new(t.name.clone());
+    spec.schema = match json("parameters", t.parameters)? {
+        None => serde_json::json!({ "type": "object", "properties": {} }),
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => {
+            return Err(bad(format!(
+                "tool \"{}\": `parameters` must be a JSON Schema object",
+                t.name
+            )));
+        }
+    };
+    spec.extra = match json("providerOptions", t.provider_options)? {
+        Some(Value::Object(o)) if !o.is_empty() => Value::Object(o),
+        _ => Value::Array(Vec::new()),
+    };
+    spec.description = t.description;
+    spec.label = t.label;
+    spec.require_approval = t.require_approval;
+    spec.enabled = t.enabled.unwrap_or(true);
+    spec.auto_approve = t.auto_approve.unwrap_or(false);
+    spec.idempotent = t.idempotent.unwrap_or(false);
+    spec.external = t.execute.is_none();
+    spec.has_policy = t.approval_policy.is_some();
+    Ok(JsTool {
+        spec,
+        execute: t.execute,
+        policy: t.approval_policy,
+    })
+}
+
+fn storage(p: StorageParams) -> Result<Storage, AgentError> {
+    let kind = match p.kind {
+        Some(k) => k,
+        None if has_indexed_db() => StorageKind::IndexedDb,
+        None => StorageKind::Memory,
+    };
+    if kind == StorageKind::IndexedDb && !has_indexed_db() {
+        return Err(bad(
+            "IndexedDB is not available here: use `storage: { kind: \"memory\" }`",
+        ));
+    }
+    Ok(Storage {
+        kind,
+        database: p.database.unwrap_or_else(|| "gatehouse".into()),
+    })
+}
+
+/// `storage` of `listThreads` / `deleteThread`.
+pub fn storage_options(v: JsValue) -> Result<Storage, AgentError> {
+    let p: Option<StorageParams> = from_js(v).map_err(|e| bad(format!("`storage`: {e}")))?;
+    storage(p.unwrap_or_default())
+}
+
+fn has_indexed_db() -> bool {
+    let g = js_sys::global();
+    js_sys::Reflect::get(&g, &"indexedDB".into()).is_ok_and(|v| !v.is_undefined() && !v.is_null())
+}
+
+/// The options of a run method.
+pub fn run_options(v: JsValue) -> Result<RunOptions, AgentError> {
+    let p: Option<RunParams> = from_js(v).map_err(|e| bad(format!("run options: {e}")))?;
+    let p = p.unwrap_or_default();
+    Ok(RunOptions {
+        signal: p.signal,
+        events: Emitter::new(p.on_event),
+    })
 }

@@ -116,3 +116,48 @@ test('an empty user message never reaches the model as an empty conversation', {
   assert.ok(reqs.every((q) => q.body.messages.length > 0), `requests sent: ${JSON.stringify(reqs.map((q) => q.body.messages))}`);
   if (r.error) assert.deepEqual(r.messages, [], 'a refused message is not stored');
 });
+
+test('values across the boundary: integers beyond 2^53 arrive rounded (not null), ctx and policy updates typed, bad storage kinds refused', T, async (t) => {
+  const { page } = await h.open(t);
+  // Arguments as the model wrote them: JSON text with integers JS numbers cannot hold exactly.
+  const args = '{"path": "/big", "id": 12345678901234567890, "neg": -9007199254740993}';
+  const sc = await h.scenario([{ toolCalls: [{ id: 'big_1', name: 'lookup', arguments: args }] }, { text: 'ok' }]);
+  const r = await run(page, async ({ model, db }) => {
+    const { gh } = window;
+    const seen = {};
+    const lookup = gh.tool('lookup', {
+      parameters: { type: 'object' },
+      approvalPolicy: (inputs, ctx) => { seen.policy = { inputs, ctx: { ...ctx } }; return true; },
+      execute: (inputs, ctx) => { seen.execute = { inputs, keys: Object.keys(ctx), signal: ctx.signal instanceof AbortSignal }; return 'done'; },
+    });
+    const agent = await gh.Agent.open({ threadId: 't', model, storage: { database: db }, tools: [lookup] });
+    const events = gh.events();
+    const first = await agent.chat('look it up', { onEvent: events.onEvent });
+    const pending = agent.pendingTools();
+    const last = agent.lastMessage();
+    const done = await agent.submitDecisions({ big_1: 'approve' }, { signal: new AbortController().signal });
+    // setToolPolicy: left out and undefined keep a field, null resets it, a string is refused.
+    await agent.setToolPolicy('lookup', { enabled: false, autoApprove: true });
+    await agent.setToolPolicy('lookup', { enabled: undefined });
+    const kept = agent.toolPolicies().lookup;
+    await agent.setToolPolicy('lookup', { autoApprove: null });
+    const reset = agent.toolPolicies().lookup;
+    const badPolicy = await gh.error(() => agent.setToolPolicy('lookup', { enabled: 'yes' }));
+    const badKind = await gh.error(() => gh.Agent.listThreads({ kind: 'localStorage' }));
+    const badLimit = await gh.error(() => agent.messages({ limit: 'ten' }));
+    return { seen, first: first.status, pending, last, done: done.status, events: events.list.filter((e) => !e.type.startsWith('tool_call_')).map((e) => e.type), kept, reset, badPolicy, badKind, badLimit };
+  }, { model: sc.openai(), db: uid('db') });
+  const want = { path: '/big', id: 12345678901234567890, neg: -9007199254740993 };
+  assert.equal(r.first, 'awaiting_approval');
+  assert.deepEqual(r.seen.policy.inputs, want, 'the policy gets the numbers as JSON.parse reads them');
+  assert.deepEqual(r.seen.policy.ctx, { callId: 'big_1', threadId: 't' }, 'a policy gets no signal');
+  assert.deepEqual(r.pending[0].inputs, want);
+  assert.deepEqual(r.last.tools[0].inputs, want);
+  assert.equal(r.done, 'completed');
+  assert.deepEqual(r.seen.execute, { inputs: want, keys: ['callId', 'threadId', 'signal'], signal: true });
+  assert.deepEqual(r.events, ['message', 'message', 'awaiting_approval']);
+  assert.deepEqual(r.kept, { enabled: false, autoApprove: true });
+  assert.deepEqual(r.reset, { enabled: false, autoApprove: false });
+  for (const k of ['badPolicy', 'badKind', 'badLimit']) assert.equal(r[k]?.code, 'invalid_config', k);
+  assert.match(r.badKind.message, /localStorage/);
+});
