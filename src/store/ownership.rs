@@ -136,7 +136,7 @@ pub fn admit(
 /// after `record` was read. A record of schema 1 has no lease: its writer held the lock only
 /// while the tool ran, so the lock alone decides.
 pub fn must_recover(record: &ThreadRecord, me: &str, now_ms: f64, probe: LockProbe) -> bool {
-    if !record.run.as_ref().is_some_and(|r| r.started.is_some()) {
+    if record.run.as_ref().is_none_or(|r| r.started.is_none()) {
         return false;
     }
     match (&record.lease, probe) {
