@@ -14,27 +14,17 @@ pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// OpenAI Chat Completions and compatible servers (Ollama, vLLM, LM Studio).
-    #[serde(rename = "openai")]
     OpenAi,
-    #[serde(rename = "anthropic")]
     Anthropic,
     /// The offline deterministic model in [`super::demo`].
-    #[serde(rename = "demo")]
     Demo,
     /// A JS function supplied by the app; no HTTP request is built for it.
-    #[serde(rename = "custom")]
     Custom,
 }
-
-crate::json_object::deserialize_unit_enum!(ProviderKind, "ProviderKind" {
-    OpenAi = "openai",
-    Anthropic = "anthropic",
-    Demo = "demo",
-    Custom = "custom",
-});
 
 #[derive(Clone, PartialEq, Deserialize)]
 #[serde(try_from = "RawModelConfig")]
@@ -55,6 +45,8 @@ pub struct ModelConfig {
 }
 
 /// The JS-facing shape, before the checks. Unknown keys are ignored.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct RawModelConfig {
     provider: ProviderKind,
     base_url: Option<String>,
@@ -65,17 +57,6 @@ struct RawModelConfig {
     stream: Option<bool>,
     headers: Option<Map<String, Value>>,
 }
-
-crate::json_object::deserialize_object!(RawModelConfig, "struct RawModelConfig" {
-    provider: ProviderKind = "provider" [required],
-    base_url: Option<String> = "baseUrl" [default],
-    api_key: Option<String> = "apiKey" [default],
-    model: Option<String> = "model" [default],
-    max_tokens: Option<u32> = "maxTokens" [default],
-    temperature: Option<f64> = "temperature" [default],
-    stream: Option<bool> = "stream" [default],
-    headers: Option<Map<String, Value>> = "headers" [default],
-});
 
 impl TryFrom<RawModelConfig> for ModelConfig {
     type Error = String;
