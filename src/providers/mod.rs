@@ -15,7 +15,6 @@ mod anthropic;
 mod config;
 pub mod demo;
 mod error;
-mod float;
 mod openai;
 mod retry;
 pub mod sse;
