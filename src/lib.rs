@@ -7,7 +7,6 @@
 pub mod engine;
 pub mod providers;
 pub mod schema;
-mod sort;
 pub mod store;
 pub mod thread;
 

@@ -200,7 +200,7 @@ impl ToolCallSlots {
     pub fn into_calls(self) -> Vec<ModelToolCall> {
         let mut calls: Vec<(usize, PendingCall)> = self.calls.into_iter().enumerate().collect();
         // Stable: calls of equal order stay in slot order.
-        crate::sort::sort_by_key(&mut calls, |(_, c)| c.order);
+        calls.sort_by_key(|(_, c)| c.order);
         calls
             .into_iter()
             .map(|(slot, c)| {
