@@ -170,28 +170,28 @@ impl Message {
     pub fn tool_calls(&self) -> Option<&[ToolEntry]> {
         match &self.kind {
             MessageKind::ToolCall(t) => Some(t),
-            _ => None,
+            MessageKind::Plain | MessageKind::ToolCallResult(_) => None,
         }
     }
 
     pub fn tool_calls_mut(&mut self) -> Option<&mut Vec<ToolEntry>> {
         match &mut self.kind {
             MessageKind::ToolCall(t) => Some(t),
-            _ => None,
+            MessageKind::Plain | MessageKind::ToolCallResult(_) => None,
         }
     }
 
     pub fn tool_results(&self) -> Option<&[ToolEntry]> {
         match &self.kind {
             MessageKind::ToolCallResult(t) => Some(t),
-            _ => None,
+            MessageKind::Plain | MessageKind::ToolCall(_) => None,
         }
     }
 
     pub fn tool_results_mut(&mut self) -> Option<&mut Vec<ToolEntry>> {
         match &mut self.kind {
             MessageKind::ToolCallResult(t) => Some(t),
-            _ => None,
+            MessageKind::Plain | MessageKind::ToolCall(_) => None,
         }
     }
 

@@ -44,7 +44,9 @@ pub fn respond_with(history: &[Message], tools: &[ToolDef], lower: Lowercase) ->
             MessageKind::Plain if m.role == Role::User => {
                 answer(&m.text(), history.len(), tools, lower)
             }
-            _ => ModelOutput::text("(demo) I have nothing to add."),
+            MessageKind::Plain | MessageKind::ToolCall(_) => {
+                ModelOutput::text("(demo) I have nothing to add.")
+            }
         },
         None => ModelOutput::text(format!("(demo) Hello! {}", tools_hint(tools))),
     };
