@@ -167,31 +167,23 @@ fn fetch_error(e: FetchError) -> AgentError {
 }
 
 /// What a `custom` provider function returns.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct CustomAnswer {
     text: Option<String>,
+    #[serde(default)]
     tool_calls: Vec<CustomCall>,
     usage: Option<Usage>,
     stop_reason: Option<String>,
 }
 
-crate::json_object::deserialize_object!(CustomAnswer, "struct CustomAnswer" {
-    text: Option<String> = "text" [default],
-    tool_calls: Vec<CustomCall> = "toolCalls" [default],
-    usage: Option<Usage> = "usage" [default],
-    stop_reason: Option<String> = "stopReason" [default],
-});
-
+#[derive(serde::Deserialize)]
 struct CustomCall {
     id: Option<String>,
     name: String,
+    #[serde(default)]
     arguments: Value,
 }
-
-crate::json_object::deserialize_object!(CustomCall, "struct CustomCall" {
-    id: Option<String> = "id" [default],
-    name: String = "name" [required],
-    arguments: Value = "arguments" [default],
-});
 
 async fn custom(
     m: &ModelHandle,
