@@ -6,10 +6,8 @@
 
 pub mod engine;
 pub mod event;
-mod json_object;
 pub mod providers;
 pub mod schema;
-mod sort;
 pub mod store;
 pub mod thread;
 

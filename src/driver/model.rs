@@ -1,4 +1,4 @@
-//! One model call: over fetch with SSE streaming and retries, in-process for `demo`, or
+//! One model call: over HTTP (gloo-net) with SSE streaming and retries, in-process for `demo`, or
 //! through the app's function for `custom`.
 
 use super::error::AgentError;
@@ -103,22 +103,18 @@ async fn once(
         .map_err(fetch_error)?;
     let status = resp.status();
     if !(200..300).contains(&status) {
-        let retry_after = resp.headers().get("retry-after").ok().flatten();
-        let body = fetch::text(&resp).await;
+        let retry_after = resp.headers().get("retry-after");
+        // The status says what went wrong; a body that fails to arrive only loses detail.
+        let body = match fetch::text(&resp, link).await {
+            Err(FetchError::Aborted) => return Err(AgentError::Aborted),
+            b => b.unwrap_or_default(),
+        };
         return Err(ProviderError::http(status, &body, retry_after.as_deref()).into());
     }
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let content_type = resp.headers().get("content-type").unwrap_or_default();
     if !cfg.stream || !content_type.contains("text/event-stream") {
         // Some compatible servers answer JSON even when asked to stream.
-        let body = fetch::text(&resp).await;
-        if link.aborted() {
-            return Err(AgentError::Aborted);
-        }
+        let body = fetch::text(&resp, link).await.map_err(fetch_error)?;
         let out = parse_response(cfg.provider, status, &body)?;
         if !out.text.is_empty() && ev.enabled() {
             ev.emit(&Event::TextDelta {
@@ -186,6 +182,7 @@ fn fetch_error(e: FetchError) -> AgentError {
     match e {
         FetchError::Aborted => AgentError::Aborted,
         FetchError::Network(m) => AgentError::Network(m),
+        FetchError::BadRequest(m) => AgentError::InvalidConfig(m),
     }
 }
 

@@ -1,9 +1,19 @@
 //! The store an agent writes to: IndexedDB in browsers, memory elsewhere (or on request).
 
+use super::error::AgentError;
 use crate::engine::Commit;
 use crate::store::indexeddb::IndexedDbStore;
 use crate::store::{MemoryStore, MessageRow, Snapshot, StoreError, ThreadRecord, Writer};
+use serde::Deserialize;
 use std::rc::Rc;
+
+/// The stores `storage.kind` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageKind {
+    IndexedDb,
+    Memory,
+}
 
 #[derive(Clone)]
 pub enum Store {
@@ -12,13 +22,13 @@ pub enum Store {
 }
 
 impl Store {
-    pub async fn open(kind: &str, database: &str) -> Result<Store, StoreError> {
-        match kind {
-            "memory" => Ok(Store::Memory(MemoryStore::open(database))),
-            _ => Ok(Store::IndexedDb(Rc::new(
-                IndexedDbStore::open(database).await?,
-            ))),
-        }
+    pub async fn open(kind: StorageKind, database: &str) -> Result<Store, AgentError> {
+        Ok(match kind {
+            StorageKind::Memory => Store::Memory(MemoryStore::open(database)),
+            StorageKind::IndexedDb => {
+                Store::IndexedDb(Rc::new(IndexedDbStore::open(database).await?))
+            }
+        })
     }
 
     /// The database name (for cross-tab locks).

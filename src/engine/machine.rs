@@ -208,9 +208,10 @@ impl Engine {
                 ThreadStatus::Interrupted
             };
         }
-        match (&tail.role, &tail.kind) {
-            (Role::User, _) => ThreadStatus::Interrupted,
-            _ => ThreadStatus::Idle,
+        // Whatever its kind, a user message (a question, tool results) is still unanswered.
+        match tail.role {
+            Role::User => ThreadStatus::Interrupted,
+            Role::Assistant => ThreadStatus::Idle,
         }
     }
 
@@ -251,7 +252,11 @@ impl Engine {
                 }
             }
             Phase::Running => self.advance_run(),
-            _ => {}
+            // Waiting for an input.
+            Phase::Idle
+            | Phase::WaitingModel
+            | Phase::WaitingPolicies(_)
+            | Phase::WaitingTool(_) => {}
         }
     }
 
@@ -710,7 +715,10 @@ impl Engine {
             None => match self.phase {
                 Phase::Idle => true,
                 Phase::NeedModel => self.steps >= self.config.max_steps,
-                _ => false,
+                Phase::WaitingModel
+                | Phase::WaitingPolicies(_)
+                | Phase::Running
+                | Phase::WaitingTool(_) => false,
             },
         }
     }

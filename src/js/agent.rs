@@ -298,9 +298,7 @@ impl Agent {
 }
 
 async fn open_store(s: &Storage) -> Result<Store, JsValue> {
-    Store::open(s.kind_name(), &s.database)
-        .await
-        .map_err(|e| err(e.into()))
+    Store::open(s.kind, &s.database).await.map_err(err)
 }
 
 /// Decisions are JSON the engine checks (`invalid_decision` otherwise).

@@ -5,6 +5,7 @@ use crate::driver::RunOptions;
 use crate::driver::error::AgentError;
 use crate::driver::events::Emitter;
 use crate::driver::model::ModelHandle;
+use crate::driver::store::StorageKind;
 use crate::driver::tools::JsTool;
 use crate::engine::{EngineConfig, ToolSpec, check_tool_name};
 use crate::js::convert::{from_js, js_object, json_value};
@@ -82,28 +83,10 @@ pub struct StorageParams {
     database: Option<String>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-pub enum StorageKind {
-    #[serde(rename = "indexeddb")]
-    IndexedDb,
-    #[serde(rename = "memory")]
-    Memory,
-}
-
 /// Where a thread is stored.
 pub struct Storage {
     pub kind: StorageKind,
     pub database: String,
-}
-
-impl Storage {
-    /// The kind's name for `Store::open`.
-    pub fn kind_name(&self) -> &'static str {
-        match self.kind {
-            StorageKind::IndexedDb => "indexeddb",
-            StorageKind::Memory => "memory",
-        }
-    }
 }
 
 /// `{ signal, onEvent }` of chat / submitDecisions / submitToolResults / retry / handle.

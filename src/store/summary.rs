@@ -63,8 +63,8 @@ pub fn needs_probe(record: &ThreadRecord) -> bool {
 }
 
 /// Newest first; threads updated at the same time keep their stored order.
-pub fn newest_first(records: &mut Vec<ThreadRecord>) {
-    crate::sort::sort_by_key(records, |r| !crate::sort::f64_key(r.updated_at));
+pub fn newest_first(records: &mut [ThreadRecord]) {
+    records.sort_by(|a, b| b.updated_at.total_cmp(&a.updated_at));
 }
 
 #[cfg(test)]

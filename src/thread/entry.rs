@@ -7,19 +7,13 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 /// Where a gated call stands. Serialized as `"pending" | "approved" | "rejected"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ApprovalState {
     Pending,
     Approved,
     Rejected,
 }
-
-crate::json_object::deserialize_unit_enum!(ApprovalState, "ApprovalState" {
-    Pending = "pending",
-    Approved = "approved",
-    Rejected = "rejected",
-});
 
 /// The approval fields of a gated entry. An entry without them was never gated.
 #[derive(Debug, Clone, PartialEq, Eq)]
