@@ -1,19 +1,18 @@
 //! The `Agent` class. Every method has one shape: its JS arguments are read into a params
-//! struct (`js::options`, or the small ones below), the driver or the engine does the work,
-//! and a typed result goes back through `to_js`; errors become `GatehouseError`s in
-//! `js::error`.
+//! struct (`js::options`), the driver or the engine does the work, and a typed result
+//! (`js::results`) goes back through `to_js`; errors become `GatehouseError`s in `js::error`.
 
 use crate::driver::error::AgentError;
 use crate::driver::store::Store;
 use crate::driver::{self, Input, OpenOptions, RunOptions, Shared};
-use crate::engine::{EngineError, Outcome, PolicyChange, Setting, ThreadStatus};
-use crate::js::convert::{from_js, js_object, json_value, parse_json, to_js};
+use crate::engine::{EngineError, Outcome, PolicyChange, ThreadStatus};
+use crate::js::convert::{from_js, json_value, parse_json, to_js};
 use crate::js::error::{invalid_config, to_js_error};
-use crate::js::options::{self, Storage};
+use crate::js::options::{self, HandleParams, MessagesParams, PolicyParams, Storage};
+use crate::js::results::{
+    AgentState, ByName, EffectivePolicy, HandleConflict, RunStatus, StopReason,
+};
 use crate::store::StoreError;
-use crate::thread::Message;
-use serde::de::{Deserializer, Error as _, Unexpected};
-use serde::{Deserialize, Serialize, Serializer};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -316,108 +315,4 @@ fn tool_results_input(v: &JsValue) -> Result<Input, JsValue> {
     json_value(v)
         .map(Input::ToolResults)
         .map_err(|e| err(AgentError::Engine(EngineError::InvalidToolResults(e))))
-}
-
-/// `handle(body)`.
-#[derive(Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    expecting = "an object { message } | { decisions } | { toolResults }"
-)]
-struct HandleParams {
-    message: Option<String>,
-    #[serde(default, deserialize_with = "js_object")]
-    decisions: Option<JsValue>,
-    #[serde(default, deserialize_with = "js_object")]
-    tool_results: Option<JsValue>,
-}
-
-/// `messages({ limit, beforeIndex })`.
-#[derive(Deserialize, Default)]
-#[serde(
-    rename_all = "camelCase",
-    expecting = "an object { limit, beforeIndex }"
-)]
-struct MessagesParams {
-    limit: Option<f64>,
-    before_index: Option<f64>,
-}
-
-/// `setToolPolicy(name, { enabled, autoApprove })`.
-#[derive(Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    expecting = "a policy object { enabled, autoApprove }"
-)]
-struct PolicyParams {
-    #[serde(default, deserialize_with = "setting")]
-    enabled: Setting,
-    #[serde(default, deserialize_with = "setting")]
-    auto_approve: Setting,
-}
-
-/// A policy field: left out or `undefined` keeps it, `null` resets it, or a boolean. (Read
-/// as a JS value: serde sees `undefined` and `null` alike.)
-fn setting<'de, D: Deserializer<'de>>(d: D) -> Result<Setting, D::Error> {
-    let v: JsValue = serde_wasm_bindgen::preserve::deserialize(d)?;
-    if v.is_undefined() {
-        Ok(Setting::Keep)
-    } else if v.is_null() {
-        Ok(Setting::Reset)
-    } else if let Some(b) = v.as_bool() {
-        Ok(Setting::Set(b))
-    } else {
-        let found = v.js_typeof().as_string().unwrap_or_default();
-        Err(D::Error::invalid_type(
-            Unexpected::Other(&found),
-            &"true, false or null",
-        ))
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct AgentState<'a> {
-    status: RunStatus,
-    message: Option<&'a Message>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stop_reason: Option<StopReason>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "snake_case")]
-enum RunStatus {
-    Completed,
-    AwaitingApproval,
-    AwaitingToolResults,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "snake_case")]
-enum StopReason {
-    /// The run made `maxSteps` model calls.
-    MaxSteps,
-}
-
-/// What `handle` resolves to instead of throwing `conflict`.
-#[derive(Serialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-enum HandleConflict {
-    Conflict { error: String },
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct EffectivePolicy {
-    enabled: bool,
-    auto_approve: bool,
-}
-
-/// A JS object keyed by name, in this order.
-struct ByName<'a, T>(Vec<(&'a str, T)>);
-
-impl<T: Serialize> Serialize for ByName<'_, T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
-    }
 }

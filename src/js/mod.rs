@@ -5,6 +5,7 @@ pub mod agent;
 pub mod convert;
 pub mod error;
 pub mod options;
+pub mod results;
 mod types;
 
 pub use agent::Agent;

@@ -1,5 +1,6 @@
-//! The options objects of the API, as params structs: `Agent.open(options)` with its tools and
-//! model, `{ signal, onEvent }` of the run methods, and `storage` of the static helpers.
+//! The arguments of the API, as params structs: `Agent.open(options)` with its tools and
+//! model, `{ signal, onEvent }` of the run methods, `storage` of the static helpers, and the
+//! bodies of `handle`, `messages` and `setToolPolicy`.
 
 use crate::driver::RunOptions;
 use crate::driver::error::AgentError;
@@ -7,11 +8,12 @@ use crate::driver::events::Emitter;
 use crate::driver::model::ModelHandle;
 use crate::driver::store::StorageKind;
 use crate::driver::tools::JsTool;
-use crate::engine::{EngineConfig, ToolSpec, check_tool_name};
+use crate::engine::{EngineConfig, Setting, ToolSpec, check_tool_name};
 use crate::js::convert::{from_js, js_object, json_value};
 use crate::providers::{ModelConfig, ProviderKind, RetryPolicy};
 use js_sys::Function;
 use serde::Deserialize;
+use serde::de::{Deserializer, Error as _, Unexpected};
 use serde_json::Value;
 use wasm_bindgen::JsValue;
 use web_sys::AbortSignal;
@@ -242,4 +244,61 @@ pub fn run_options(v: JsValue) -> Result<RunOptions, AgentError> {
         signal: p.signal,
         events: Emitter::new(p.on_event),
     })
+}
+
+/// `handle(body)`.
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "an object { message } | { decisions } | { toolResults }"
+)]
+pub struct HandleParams {
+    pub message: Option<String>,
+    #[serde(default, deserialize_with = "js_object")]
+    pub decisions: Option<JsValue>,
+    #[serde(default, deserialize_with = "js_object")]
+    pub tool_results: Option<JsValue>,
+}
+
+/// `messages({ limit, beforeIndex })`.
+#[derive(Deserialize, Default)]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "an object { limit, beforeIndex }"
+)]
+pub struct MessagesParams {
+    pub limit: Option<f64>,
+    pub before_index: Option<f64>,
+}
+
+/// `setToolPolicy(name, { enabled, autoApprove })`.
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "a policy object { enabled, autoApprove }"
+)]
+pub struct PolicyParams {
+    #[serde(default, deserialize_with = "setting")]
+    pub enabled: Setting,
+    #[serde(default, deserialize_with = "setting")]
+    pub auto_approve: Setting,
+}
+
+/// A policy field: left out or `undefined` keeps it, `null` resets it, or a boolean. (Read
+/// as a JS value: serde sees `undefined` and `null` alike.)
+fn setting<'de, D: Deserializer<'de>>(d: D) -> Result<Setting, D::Error> {
+    let v: JsValue = serde_wasm_bindgen::preserve::deserialize(d)?;
+    if v.is_undefined() {
+        Ok(Setting::Keep)
+    } else if v.is_null() {
+        Ok(Setting::Reset)
+    } else if let Some(b) = v.as_bool() {
+        Ok(Setting::Set(b))
+    } else {
+        let found = v.js_typeof().as_string().unwrap_or_default();
+        Err(D::Error::invalid_type(
+            Unexpected::Other(&found),
+            &"true, false or null",
+        ))
+    }
 }
