@@ -1,6 +1,7 @@
 //! The IndexedDB thread store in headless Chromium: the same semantics as the memory store
 //! (versions, conflicts, tail rewrites, paging), durability across reopening, two handles on
-//! one database (two tabs), and a 100,000-message thread.
+//! one database (two tabs), a 100,000-message thread, and databases written by released
+//! packages (`frozen.rs`).
 //!
 //! Run: `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 //! CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=180 cargo test
@@ -20,6 +21,9 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
+
+#[path = "browser_store/frozen.rs"]
+mod frozen;
 
 // ---------------------------------------------------------------------------------------
 // helpers
