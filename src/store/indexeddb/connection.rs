@@ -79,11 +79,8 @@ pub(super) async fn connect(name: &str) -> Result<Connection, StoreError> {
         .build()
         .map_err(open_error)?;
     let db = within_open_timeout(name, request).await?;
-    let names: Vec<String> = db.object_store_names().collect();
-    if let Some(missing) = [THREADS, MESSAGES]
-        .into_iter()
-        .find(|s| !names.iter().any(|n| n == s))
-    {
+    let names = db.as_sys().object_store_names();
+    if let Some(missing) = [THREADS, MESSAGES].into_iter().find(|s| !names.contains(s)) {
         db.close();
         return Err(StoreError::Unavailable(format!(
             "database {name:?} (version {DB_VERSION}) is not a Gatehouse database: \
