@@ -3,6 +3,9 @@
 //! failure files are written.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod fuzz_support;
+
+use fuzz_support::{config, finite_f64, json_tree, same_json};
 use gatehouse::engine::results::output_to_result;
 use gatehouse::engine::{
     Decision, Engine, EngineConfig, EngineError, Step, ThreadState, ThreadStatus, ToolSet,
@@ -12,18 +15,6 @@ use gatehouse::thread::{Message, MessageId, ToolEntry};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(256);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
 
 fn arb_string() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -40,16 +31,10 @@ fn arb_json() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<u64>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f)
-            .map(Value::Number)),
+        finite_f64(),
         arb_string().prop_map(Value::String),
     ];
-    leaf.prop_recursive(4, 32, 5, |inner| {
-        prop_oneof![
-            vec(inner.clone(), 0..5).prop_map(Value::Array),
-            vec((arb_string(), inner), 0..5).prop_map(|kv| Value::Object(kv.into_iter().collect())),
-        ]
-    })
+    json_tree(leaf.boxed(), arb_string().boxed(), 32, 5)
 }
 
 // ----- decisions --------------------------------------------------------------------------
@@ -121,12 +106,6 @@ fn awaiting_results() -> Engine {
     let e = Engine::new(ToolSet::new(vec![ext]), EngineConfig::default(), state, 1);
     assert_eq!(e.status(), ThreadStatus::AwaitingToolResults);
     e
-}
-
-/// Equal JSON, floats included: serde_json's `float_roundtrip` feature reads a float back
-/// exactly as it was written.
-fn same_json(a: &Value, b: &Value) -> bool {
-    a == b
 }
 
 proptest! {

@@ -5,103 +5,23 @@
 //! files are written.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod fuzz_support;
+
+use fuzz_support::providers::*;
+use fuzz_support::{chunks, config, cuts, mutate_bytes, mutate_value, parse_sse};
 use gatehouse::engine::ModelOutput;
 use gatehouse::providers::{
-    ProviderError, ProviderKind, ResponseStream, SseEvent, SseParser, StreamDecoder, StreamDelta,
+    ProviderError, ProviderKind, ResponseStream, SseEvent, StreamDecoder, StreamDelta,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 const OPENAI_SSE: &str = include_str!("fixtures/providers/openai_stream_tools.sse");
 const ANTHROPIC_SSE: &str = include_str!("fixtures/providers/anthropic_stream_tools.sse");
 
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(256);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
 // ----- generators -------------------------------------------------------------------------
-
-/// Every key the provider parsers look at, so that random objects hit their paths.
-#[rustfmt::skip]
-const KEYS: &[&str] = &[
-    "choices", "index", "delta", "message", "content", "refusal", "tool_calls", "id", "function",
-    "name", "arguments", "finish_reason", "usage", "error", "type", "text", "input",
-    "partial_json", "stop_reason", "content_block", "prompt_tokens", "completion_tokens",
-    "input_tokens", "output_tokens", "cache_read_input_tokens", "code", "detail",
-];
-
-fn arb_string() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => "[a-z_ {}\":,]{0,10}",
-        2 => vec(any::<char>(), 0..10).prop_map(String::from_iter),
-        1 => proptest::sample::select(KEYS).prop_map(str::to_owned),
-    ]
-}
-
-fn arb_count() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        3 => (0u64..5000).prop_map(Value::from),
-        1 => any::<u64>().prop_map(Value::from),
-        1 => (u64::MAX - 2..=u64::MAX).prop_map(Value::from),
-        1 => any::<i64>().prop_map(Value::from),
-        1 => any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
-    ]
-}
-
-fn arb_leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        arb_count(),
-        arb_string().prop_map(Value::String),
-    ]
-}
-
-fn arb_json() -> impl Strategy<Value = Value> {
-    arb_leaf().prop_recursive(4, 32, 5, |inner| {
-        let key = prop_oneof![
-            proptest::sample::select(KEYS).prop_map(str::to_owned),
-            arb_string()
-        ];
-        prop_oneof![
-            vec(inner.clone(), 0..5).prop_map(Value::Array),
-            vec((key, inner), 0..5).prop_map(|kv| Value::Object(kv.into_iter().collect())),
-        ]
-    })
-}
-
-/// A field of a structured event: mostly a plausible value, sometimes absent or anything.
-fn field(plausible: impl Strategy<Value = Value>) -> impl Strategy<Value = Option<Value>> {
-    prop_oneof![6 => plausible.prop_map(Some), 2 => Just(None), 1 => arb_json().prop_map(Some)]
-}
-
-fn obj(fields: Vec<(&str, Option<Value>)>) -> Value {
-    let mut m = Map::new();
-    for (k, v) in fields {
-        if let Some(v) = v {
-            m.insert(k.to_owned(), v);
-        }
-    }
-    Value::Object(m)
-}
-
-fn s(v: impl Strategy<Value = String>) -> impl Strategy<Value = Value> {
-    v.prop_map(Value::String)
-}
-
-fn one_of(words: &'static [&'static str]) -> impl Strategy<Value = Value> {
-    prop_oneof![4 => proptest::sample::select(words).prop_map(Value::from), 1 => s(arb_string())]
-}
 
 fn arb_index() -> impl Strategy<Value = Value> {
     prop_oneof![4 => (0u64..3).prop_map(Value::from), 1 => arb_count()]
@@ -137,18 +57,7 @@ fn openai_chunk() -> impl Strategy<Value = Value> {
                 ),
             ])
         });
-    let delta = (
-        field(s(arb_string())),
-        field(s(arb_string())),
-        field(vec(tool_call, 0..3).prop_map(Value::Array)),
-    )
-        .prop_map(|(content, refusal, calls)| {
-            obj(vec![
-                ("content", content),
-                ("refusal", refusal),
-                ("tool_calls", calls),
-            ])
-        });
+    let delta = openai_message(s(arb_string()), tool_call);
     let choice = (
         field(arb_index()),
         field(delta),
@@ -161,35 +70,11 @@ fn openai_chunk() -> impl Strategy<Value = Value> {
                 ("finish_reason", finish),
             ])
         });
-    (
-        field(vec(choice, 0..3).prop_map(Value::Array)),
-        field(openai_usage()),
-        prop::option::weighted(0.01, arb_json()),
+    openai_body(
+        vec(choice, 0..3).prop_map(Value::Array),
+        openai_usage(),
+        0.01,
     )
-        .prop_map(|(choices, usage, error)| {
-            obj(vec![
-                ("choices", choices),
-                ("usage", usage),
-                ("error", error),
-            ])
-        })
-}
-
-fn anthropic_usage() -> impl Strategy<Value = Value> {
-    (
-        field(arb_count()),
-        field(arb_count()),
-        field(arb_count()),
-        field(arb_count()),
-    )
-        .prop_map(|(i, o, r, w)| {
-            obj(vec![
-                ("input_tokens", i),
-                ("output_tokens", o),
-                ("cache_read_input_tokens", r),
-                ("cache_creation_input_tokens", w),
-            ])
-        })
 }
 
 fn anthropic_event() -> impl Strategy<Value = Value> {
@@ -199,23 +84,7 @@ fn anthropic_event() -> impl Strategy<Value = Value> {
         "content_block_delta", "content_block_delta", "content_block_delta", "content_block_delta",
         "content_block_stop", "message_delta", "message_stop", "ping", "error",
     ];
-    let block = (
-        field(one_of(&[
-            "text", "tool_use", "tool_use", "tool_use", "thinking",
-        ])),
-        field(s(arb_string())),
-        field(s(arb_string())),
-        field(arb_json()),
-    )
-        .prop_map(|(t, text, id, input)| {
-            obj(vec![
-                ("type", t),
-                ("text", text.clone()),
-                ("id", id),
-                ("name", text),
-                ("input", input),
-            ])
-        });
+    let block = anthropic_block(&["text", "tool_use", "tool_use", "tool_use", "thinking"]);
     let delta = (
         field(one_of(&["text_delta", "input_json_delta"])),
         field(s(arb_string())),
@@ -301,36 +170,7 @@ fn kinds() -> impl Strategy<Value = ProviderKind> {
     prop_oneof![Just(ProviderKind::OpenAi), Just(ProviderKind::Anthropic)]
 }
 
-/// Split points for a buffer, as sorted cut positions.
-fn cuts(len: usize, picks: &[Index]) -> Vec<usize> {
-    let mut c: Vec<usize> = picks.iter().map(|i| i.index(len + 1)).collect();
-    c.sort_unstable();
-    c.dedup();
-    c
-}
-
-fn chunks<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for &c in cuts {
-        out.push(&bytes[start..c]);
-        start = c;
-    }
-    out.push(&bytes[start..]);
-    out
-}
-
 // ----- oracles ----------------------------------------------------------------------------
-
-fn parse_sse(pieces: &[&[u8]]) -> Vec<SseEvent> {
-    let mut p = SseParser::new();
-    let mut out = Vec::new();
-    for piece in pieces {
-        out.extend(p.push(piece));
-    }
-    out.extend(p.finish());
-    out
-}
 
 type Outcome = (Vec<StreamDelta>, bool, Result<ModelOutput, ProviderError>);
 
@@ -422,78 +262,6 @@ fn check_outcome((deltas, finished, result): &Outcome) -> Result<(), TestCaseErr
 
 fn same_outcome(a: &Outcome, b: &Outcome) -> bool {
     a.0 == b.0 && a.1 == b.1 && a.2 == b.2
-}
-
-/// Byte-level damage: flips, deletions, insertions, and a cut at the end.
-fn mutate_bytes(mut b: Vec<u8>, edits: &[(Index, u8, u8)], cut: Option<Index>) -> Vec<u8> {
-    for (at, op, byte) in edits {
-        if b.is_empty() {
-            b.push(*byte);
-            continue;
-        }
-        let i = at.index(b.len());
-        match op % 4 {
-            0 => b[i] ^= byte | 1,
-            1 => {
-                b.remove(i);
-            }
-            2 => b.insert(i, *byte),
-            _ => b[i] = *byte,
-        }
-    }
-    if let Some(c) = cut {
-        b.truncate(c.index(b.len() + 1));
-    }
-    b
-}
-
-/// Every node of `v` below the root, as (its parent's JSON pointer, its key in the parent).
-fn nodes(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
-    let children: Vec<(String, &Value)> = match v {
-        Value::Object(m) => m.iter().map(|(k, c)| (k.clone(), c)).collect(),
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i.to_string(), c))
-            .collect(),
-        _ => return,
-    };
-    for (k, c) in children {
-        nodes(
-            c,
-            &format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
-            out,
-        );
-        out.push((at.to_owned(), k));
-    }
-}
-
-/// Replaces or deletes one node of `v` (the root can only be replaced).
-fn mutate_value(v: &mut Value, at: Index, delete: bool, with: Value) {
-    let mut ns = Vec::new();
-    nodes(v, "", &mut ns);
-    let pick = at.index(ns.len() + 1);
-    let Some((parent, key)) = ns.get(pick) else {
-        *v = with;
-        return;
-    };
-    match v.pointer_mut(parent) {
-        Some(Value::Object(m)) if delete => {
-            m.shift_remove(key);
-        }
-        Some(Value::Object(m)) => {
-            m.insert(key.clone(), with);
-        }
-        Some(Value::Array(a)) => {
-            let i: usize = key.parse().unwrap();
-            if delete {
-                a.remove(i);
-            } else {
-                a[i] = with;
-            }
-        }
-        other => panic!("{parent}: {other:?}"),
-    }
 }
 
 // ----- properties -------------------------------------------------------------------------

@@ -3,6 +3,10 @@
 //! (`PROPTEST_CASES` overrides it); no failure files are written.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod fuzz_support;
+
+use fuzz_support::providers::*;
+use fuzz_support::{config, mutate_bytes, mutate_value};
 use gatehouse::providers::{
     BODY_EXCERPT_CHARS, ProviderError, ProviderKind, RetryPolicy, SseEvent, StreamDecoder,
     parse_http_date, parse_response,
@@ -10,96 +14,12 @@ use gatehouse::providers::{
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 const OPENAI_JSON: &str = r#"{"id":"chatcmpl-BcQ8","object":"chat.completion","created":1748496646,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null,"annotations":[],"tool_calls":[{"id":"call_qOfT","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Shanghai\"}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":91,"completion_tokens":14,"total_tokens":105,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}"#;
 const ANTHROPIC_JSON: &str = r#"{"id":"msg_01Aq","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"I'll check the weather."},{"type":"tool_use","id":"toolu_01A0","name":"get_weather","input":{"location":"San Francisco, CA","unit":"celsius"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":384,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":92}}"#;
 
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(256);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
 // ----- generators -------------------------------------------------------------------------
-
-/// Every key the response parsers look at, so that random objects hit their paths.
-#[rustfmt::skip]
-const KEYS: &[&str] = &[
-    "choices", "index", "message", "content", "refusal", "tool_calls", "id", "function", "name",
-    "arguments", "finish_reason", "usage", "error", "type", "text", "input", "stop_reason",
-    "prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
-    "cache_read_input_tokens", "cache_creation_input_tokens", "code", "detail",
-];
-
-fn arb_string() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => "[a-z_ {}\":,]{0,10}",
-        2 => vec(any::<char>(), 0..10).prop_map(String::from_iter),
-        1 => proptest::sample::select(KEYS).prop_map(str::to_owned),
-    ]
-}
-
-fn arb_count() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        3 => (0u64..5000).prop_map(Value::from),
-        1 => any::<u64>().prop_map(Value::from),
-        1 => (u64::MAX - 2..=u64::MAX).prop_map(Value::from),
-        1 => any::<i64>().prop_map(Value::from),
-        1 => any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
-    ]
-}
-
-fn arb_leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        arb_count(),
-        arb_string().prop_map(Value::String),
-    ]
-}
-
-fn arb_json() -> impl Strategy<Value = Value> {
-    arb_leaf().prop_recursive(4, 32, 5, |inner| {
-        let key = prop_oneof![
-            proptest::sample::select(KEYS).prop_map(str::to_owned),
-            arb_string()
-        ];
-        prop_oneof![
-            vec(inner.clone(), 0..5).prop_map(Value::Array),
-            vec((key, inner), 0..5).prop_map(|kv| Value::Object(kv.into_iter().collect())),
-        ]
-    })
-}
-
-/// A field of a structured event: mostly a plausible value, sometimes absent or anything.
-fn field(plausible: impl Strategy<Value = Value>) -> impl Strategy<Value = Option<Value>> {
-    prop_oneof![6 => plausible.prop_map(Some), 2 => Just(None), 1 => arb_json().prop_map(Some)]
-}
-
-fn obj(fields: Vec<(&str, Option<Value>)>) -> Value {
-    let mut m = Map::new();
-    for (k, v) in fields {
-        if let Some(v) = v {
-            m.insert(k.to_owned(), v);
-        }
-    }
-    Value::Object(m)
-}
-
-fn s(v: impl Strategy<Value = String>) -> impl Strategy<Value = Value> {
-    v.prop_map(Value::String)
-}
-
-fn one_of(words: &'static [&'static str]) -> impl Strategy<Value = Value> {
-    prop_oneof![4 => proptest::sample::select(words).prop_map(Value::from), 1 => s(arb_string())]
-}
 
 fn openai_response() -> impl Strategy<Value = Value> {
     let call = (
@@ -124,18 +44,7 @@ fn openai_response() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         vec(part, 0..3).prop_map(Value::Array)
     ];
-    let message = (
-        field(content),
-        field(s(arb_string())),
-        field(vec(call, 0..3).prop_map(Value::Array)),
-    )
-        .prop_map(|(content, refusal, calls)| {
-            obj(vec![
-                ("content", content),
-                ("refusal", refusal),
-                ("tool_calls", calls),
-            ])
-        });
+    let message = openai_message(content, call);
     let choice = (
         field(message),
         field(one_of(&["stop", "tool_calls", "length"])),
@@ -161,53 +70,11 @@ fn openai_response() -> impl Strategy<Value = Value> {
                 ),
             ])
         });
-    (
-        field(vec(choice, 0..2).prop_map(Value::Array)),
-        field(usage),
-        prop::option::weighted(0.05, arb_json()),
-    )
-        .prop_map(|(choices, usage, error)| {
-            obj(vec![
-                ("choices", choices),
-                ("usage", usage),
-                ("error", error),
-            ])
-        })
-}
-
-fn anthropic_usage() -> impl Strategy<Value = Value> {
-    (
-        field(arb_count()),
-        field(arb_count()),
-        field(arb_count()),
-        field(arb_count()),
-    )
-        .prop_map(|(i, o, r, w)| {
-            obj(vec![
-                ("input_tokens", i),
-                ("output_tokens", o),
-                ("cache_read_input_tokens", r),
-                ("cache_creation_input_tokens", w),
-            ])
-        })
+    openai_body(vec(choice, 0..2).prop_map(Value::Array), usage, 0.05)
 }
 
 fn anthropic_response() -> impl Strategy<Value = Value> {
-    let block = (
-        field(one_of(&["text", "tool_use", "thinking"])),
-        field(s(arb_string())),
-        field(s(arb_string())),
-        field(arb_json()),
-    )
-        .prop_map(|(t, text, id, input)| {
-            obj(vec![
-                ("type", t),
-                ("text", text.clone()),
-                ("id", id),
-                ("name", text),
-                ("input", input),
-            ])
-        });
+    let block = anthropic_block(&["text", "tool_use", "thinking"]);
     (
         field(one_of(&["message", "error"])),
         field(vec(block, 0..4).prop_map(Value::Array)),
@@ -236,78 +103,6 @@ fn anthropic_input_tokens(usage: &Value) -> u64 {
     .iter()
     .map(|k| usage.get(*k).and_then(Value::as_u64).unwrap_or(0))
     .fold(0, u64::saturating_add)
-}
-
-/// Byte-level damage: flips, deletions, insertions, and a cut at the end.
-fn mutate_bytes(mut b: Vec<u8>, edits: &[(Index, u8, u8)], cut: Option<Index>) -> Vec<u8> {
-    for (at, op, byte) in edits {
-        if b.is_empty() {
-            b.push(*byte);
-            continue;
-        }
-        let i = at.index(b.len());
-        match op % 4 {
-            0 => b[i] ^= byte | 1,
-            1 => {
-                b.remove(i);
-            }
-            2 => b.insert(i, *byte),
-            _ => b[i] = *byte,
-        }
-    }
-    if let Some(c) = cut {
-        b.truncate(c.index(b.len() + 1));
-    }
-    b
-}
-
-/// Every node of `v` below the root, as (its parent's JSON pointer, its key in the parent).
-fn nodes(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
-    let children: Vec<(String, &Value)> = match v {
-        Value::Object(m) => m.iter().map(|(k, c)| (k.clone(), c)).collect(),
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i.to_string(), c))
-            .collect(),
-        _ => return,
-    };
-    for (k, c) in children {
-        nodes(
-            c,
-            &format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
-            out,
-        );
-        out.push((at.to_owned(), k));
-    }
-}
-
-/// Replaces or deletes one node of `v` (the root can only be replaced).
-fn mutate_value(v: &mut Value, at: Index, delete: bool, with: Value) {
-    let mut ns = Vec::new();
-    nodes(v, "", &mut ns);
-    let pick = at.index(ns.len() + 1);
-    let Some((parent, key)) = ns.get(pick) else {
-        *v = with;
-        return;
-    };
-    match v.pointer_mut(parent) {
-        Some(Value::Object(m)) if delete => {
-            m.shift_remove(key);
-        }
-        Some(Value::Object(m)) => {
-            m.insert(key.clone(), with);
-        }
-        Some(Value::Array(a)) => {
-            let i: usize = key.parse().unwrap();
-            if delete {
-                a.remove(i);
-            } else {
-                a[i] = with;
-            }
-        }
-        other => panic!("{parent}: {other:?}"),
-    }
 }
 
 // ----- Retry-After ------------------------------------------------------------------------

@@ -3,41 +3,13 @@
 //! cases per property (`PROPTEST_CASES` overrides it); no failure files are written.
 #![cfg(not(target_arch = "wasm32"))]
 
-use gatehouse::providers::{SseEvent, SseParser};
+mod fuzz_support;
+
+use fuzz_support::{chunks, config, cuts, parse_sse};
+use gatehouse::providers::SseEvent;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(256);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-/// Split points for a buffer, as sorted cut positions.
-fn cuts(len: usize, picks: &[Index]) -> Vec<usize> {
-    let mut c: Vec<usize> = picks.iter().map(|i| i.index(len + 1)).collect();
-    c.sort_unstable();
-    c.dedup();
-    c
-}
-
-fn chunks<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for &c in cuts {
-        out.push(&bytes[start..c]);
-        start = c;
-    }
-    out.push(&bytes[start..]);
-    out
-}
 
 /// The WHATWG algorithm over the whole stream at once: decode, split lines, interpret; plus
 /// the parser's documented extra of dispatching a complete but unterminated final event.
@@ -89,16 +61,6 @@ fn reference_sse(bytes: &[u8]) -> Vec<SseEvent> {
         }
     }
     dispatch(&mut event, &mut data, &mut out);
-    out
-}
-
-fn parse_sse(pieces: &[&[u8]]) -> Vec<SseEvent> {
-    let mut p = SseParser::new();
-    let mut out = Vec::new();
-    for piece in pieces {
-        out.extend(p.push(piece));
-    }
-    out.extend(p.finish());
     out
 }
 

@@ -3,6 +3,11 @@
 //! (`PROPTEST_CASES` overrides it); no failure files are written.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod fuzz_support;
+
+use fuzz_support::{
+    FLIP, INSERT, REMOVE, config, finite_f64, json_tree, mutate_bytes, mutate_value, same_json,
+};
 use gatehouse::store::{MessageRow, StoreError, ThreadRecord};
 use gatehouse::thread::{IdGen, Message, MessageId};
 use proptest::collection::vec;
@@ -19,18 +24,6 @@ const MESSAGES: &[&str] = &[
     include_str!("fixtures/thread/tool_call_result.json"),
     include_str!("fixtures/thread/user.json"),
 ];
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(256);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
 
 // ----- generators -------------------------------------------------------------------------
 
@@ -68,12 +61,6 @@ fn arb_int() -> impl Strategy<Value = Value> {
     ]
 }
 
-fn arb_float() -> impl Strategy<Value = Value> {
-    any::<f64>().prop_filter_map("finite", |f| {
-        serde_json::Number::from_f64(f).map(Value::Number)
-    })
-}
-
 /// JSON whose numbers come from `number`, nested up to four levels.
 fn json_with(number: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
     let leaf = prop_oneof![
@@ -82,21 +69,15 @@ fn json_with(number: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
         number,
         arb_string().prop_map(Value::String),
     ];
-    leaf.prop_recursive(4, 24, 4, |inner| {
-        let key = prop_oneof![
-            prop::sample::select(KEYS).prop_map(str::to_owned),
-            arb_string()
-        ];
-        prop_oneof![
-            vec(inner.clone(), 0..4).prop_map(Value::Array),
-            vec((key, inner), 0..4).prop_map(|kv| Value::Object(kv.into_iter().collect())),
-        ]
-    })
-    .boxed()
+    let key = prop_oneof![
+        prop::sample::select(KEYS).prop_map(str::to_owned),
+        arb_string()
+    ];
+    json_tree(leaf.boxed(), key.boxed(), 24, 4)
 }
 
 fn arb_json() -> BoxedStrategy<Value> {
-    json_with(prop_oneof![arb_int(), arb_float()].boxed())
+    json_with(prop_oneof![arb_int(), finite_f64()].boxed())
 }
 
 fn nullable(s: impl Strategy<Value = String>) -> impl Strategy<Value = Value> {
@@ -197,55 +178,6 @@ fn canonical_message(json: BoxedStrategy<Value>) -> impl Strategy<Value = Value>
         })
 }
 
-/// Every node of `v` below the root, as (its parent's JSON pointer, its key in the parent).
-fn nodes(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
-    let children: Vec<(String, &Value)> = match v {
-        Value::Object(m) => m.iter().map(|(k, c)| (k.clone(), c)).collect(),
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i.to_string(), c))
-            .collect(),
-        _ => return,
-    };
-    for (k, c) in children {
-        nodes(
-            c,
-            &format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
-            out,
-        );
-        out.push((at.to_owned(), k));
-    }
-}
-
-/// Replaces or deletes one node of `v` (the root can only be replaced).
-fn mutate_value(v: &mut Value, at: Index, delete: bool, with: Value) {
-    let mut ns = Vec::new();
-    nodes(v, "", &mut ns);
-    let pick = at.index(ns.len() + 1);
-    let Some((parent, key)) = ns.get(pick) else {
-        *v = with;
-        return;
-    };
-    match v.pointer_mut(parent) {
-        Some(Value::Object(m)) if delete => {
-            m.shift_remove(key);
-        }
-        Some(Value::Object(m)) => {
-            m.insert(key.clone(), with);
-        }
-        Some(Value::Array(a)) => {
-            let i: usize = key.parse().unwrap();
-            if delete {
-                a.remove(i);
-            } else {
-                a[i] = with;
-            }
-        }
-        other => panic!("{parent}: {other:?}"),
-    }
-}
-
 /// Valid text damaged: JSON nodes replaced or deleted, then bytes flipped, inserted, removed
 /// or cut.
 fn damaged(base: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
@@ -260,20 +192,12 @@ fn damaged(base: impl Strategy<Value = String>) -> impl Strategy<Value = String>
             for (at, delete, with) in nodes {
                 mutate_value(&mut v, at, delete, with);
             }
-            let mut b = serde_json::to_vec(&v).unwrap();
-            for (at, op, byte) in bytes {
-                let i = at.index(b.len().max(1));
-                match (op, b.is_empty()) {
-                    (_, true) | (0, _) => b.insert(i.min(b.len()), byte),
-                    (1, _) => b[i] ^= byte | 1,
-                    _ => {
-                        b.remove(i);
-                    }
-                }
-            }
-            if let Some(c) = cut {
-                b.truncate(c.index(b.len() + 1));
-            }
+            // Of the four operations drawn, one inserts, one flips and two remove.
+            let bytes: Vec<(Index, u8, u8)> = bytes
+                .into_iter()
+                .map(|(at, op, byte)| (at, [INSERT, FLIP, REMOVE, REMOVE][op as usize], byte))
+                .collect();
+            let b = mutate_bytes(serde_json::to_vec(&v).unwrap(), &bytes, cut);
             String::from_utf8_lossy(&b).into_owned()
         })
 }
@@ -293,12 +217,6 @@ fn any_message_text() -> impl Strategy<Value = String> {
         1 => arb_json().prop_map(|v| v.to_string()),
         1 => vec(any::<char>(), 0..64).prop_map(String::from_iter),
     ]
-}
-
-/// Equal JSON, floats included: serde_json's `float_roundtrip` feature reads a float back
-/// exactly as it was written.
-fn same_json(a: &Value, b: &Value) -> bool {
-    a == b
 }
 
 fn row(json: &str) -> MessageRow {
@@ -399,7 +317,7 @@ proptest! {
     /// Floats in messages read back exactly (serde_json's `float_roundtrip` feature: without
     /// it a float can come back one unit off in the last place at every read and write).
     #[test]
-    fn float_numbers_round_trip(v in canonical_message(json_with(arb_float().boxed()))) {
+    fn float_numbers_round_trip(v in canonical_message(json_with(finite_f64().boxed()))) {
         check_round_trip(&v)?;
     }
 }
