@@ -136,6 +136,11 @@ pub(super) fn open_error(e: OpenDbError) -> StoreError {
             }
             other => StoreError::Unavailable(other.to_string()),
         },
+        // The crate reports any exception of `indexedDB.open()` (a SecurityError where storage
+        // is blocked, say) as a zero version; this store always asks for version 1.
+        OpenDbError::VersionZero => {
+            StoreError::Unavailable("the browser refused to open an IndexedDB database".into())
+        }
         other => StoreError::Unavailable(other.to_string()),
     }
 }
