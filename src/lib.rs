@@ -5,10 +5,8 @@
 //! `js`) for browsers. Data flows one way: JS → glue → driver → engine, and back as steps.
 
 pub mod engine;
-mod json_object;
 pub mod providers;
 pub mod schema;
-mod sort;
 pub mod store;
 pub mod thread;
 

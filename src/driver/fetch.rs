@@ -1,18 +1,22 @@
-//! `fetch` with a streamed body, linked to the caller's AbortSignal, plus an abortable sleep.
-//! Uses the global `fetch`/`setTimeout` directly so it works in windows, workers and Node, and
-//! so an `abort("any reason")` by the app can never reach code that panics on non-Error
-//! rejection values.
+//! HTTP through `gloo-net`: a POST whose body is read as a `ReadableStream`, linked to the
+//! caller's AbortSignal, plus an abortable sleep.
+//!
+//! gloo-net calls the global `fetch` (windows, workers and Node alike) and turns every
+//! rejection into an error by asserting that it is an `Error`, panicking otherwise. A fetch
+//! rejects with its signal's abort reason, which an app may set to anything (`abort("stop")`),
+//! so gloo-net only ever sees our own [`AbortLink`] signal, aborted with an `Error` of ours.
 
+use gloo_net::http::{Request, Response};
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, AbortSignal, Headers, RequestInit, Response};
+use web_sys::{
+    AbortController, AbortSignal, ReadableStreamDefaultReader, ReadableStreamReadResult,
+};
 
 #[wasm_bindgen]
 extern "C" {
-    #[wasm_bindgen(js_name = fetch)]
-    fn global_fetch(url: &str, init: &RequestInit) -> Promise;
     #[wasm_bindgen(js_name = setTimeout)]
     fn set_timeout(cb: &Function, ms: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
@@ -24,10 +28,14 @@ pub enum FetchError {
     Aborted,
     /// A network failure, offline, or a CORS refusal (browsers do not tell them apart).
     Network(String),
+    /// fetch refuses to build the request: a malformed URL or header value. Sending it again
+    /// cannot help.
+    BadRequest(String),
 }
 
-/// Our own AbortController, fired when the caller's signal fires. Keeps the listener alive
-/// for as long as the request runs and removes it afterwards.
+/// Our own AbortController, aborted with an `Error` when the caller's signal fires, whatever
+/// the caller's reason. Keeps the listener alive for as long as the request runs and removes
+/// it afterwards.
 pub struct AbortLink {
     controller: AbortController,
     user: Option<AbortSignal>,
@@ -47,7 +55,11 @@ impl AbortLink {
                 return Err(FetchError::Aborted);
             }
             let c = link.controller.clone();
-            let cb = Closure::<dyn FnMut()>::new(move || c.abort());
+            let cb = Closure::<dyn FnMut()>::new(move || {
+                let reason = js_sys::Error::new("the operation was aborted");
+                reason.set_name("AbortError");
+                c.abort_with_reason(&reason);
+            });
             let _ = sig.add_event_listener_with_callback("abort", cb.as_ref().unchecked_ref());
             link.listener = Some(cb);
         }
@@ -61,6 +73,16 @@ impl AbortLink {
     pub fn aborted(&self) -> bool {
         self.controller.signal().aborted()
     }
+
+    fn error(&self, e: gloo_net::Error) -> FetchError {
+        if self.aborted() {
+            return FetchError::Aborted;
+        }
+        match e {
+            gloo_net::Error::JsError(e) if e.name == "AbortError" => FetchError::Aborted,
+            other => FetchError::Network(other.to_string()),
+        }
+    }
 }
 
 impl Drop for AbortLink {
@@ -71,90 +93,66 @@ impl Drop for AbortLink {
     }
 }
 
+/// POSTs `body`; resolves once the response headers are in (any status).
 pub async fn post(
     url: &str,
     headers: &[(String, String)],
     body: &str,
     link: &AbortLink,
 ) -> Result<Response, FetchError> {
-    let h = Headers::new().map_err(|e| FetchError::Network(describe(&e)))?;
+    // Built by hand: gloo-net's `header()` throws into JS on a value fetch refuses.
+    let h = web_sys::Headers::new().map_err(|e| FetchError::BadRequest(describe(&e)))?;
     for (k, v) in headers {
-        h.set(k, v).map_err(|e| FetchError::Network(describe(&e)))?;
+        h.set(k, v)
+            .map_err(|e| FetchError::BadRequest(format!("the header {k}: {}", describe(&e))))?;
     }
-    let init = RequestInit::new();
-    init.set_method("POST");
-    init.set_headers(&h);
-    init.set_body(&JsValue::from_str(body));
-    init.set_signal(Some(&link.signal()));
-    match JsFuture::from(global_fetch(url, &init)).await {
-        Ok(v) => v
-            .dyn_into::<Response>()
-            .map_err(|_| FetchError::Network("fetch did not return a Response".into())),
-        Err(e) => Err(classify(&e, link)),
-    }
+    let request = Request::post(url)
+        .headers(gloo_net::http::Headers::from_raw(h))
+        .abort_signal(Some(&link.signal()))
+        .body(body)
+        .map_err(|e| FetchError::BadRequest(e.to_string()))?;
+    request.send().await.map_err(|e| link.error(e))
+}
+
+/// The whole body as text.
+pub async fn text(resp: &Response, link: &AbortLink) -> Result<String, FetchError> {
+    resp.text().await.map_err(|e| link.error(e))
 }
 
 /// Reads a body chunk by chunk; `None` at the end.
 pub struct BodyReader {
-    reader: JsValue,
+    reader: ReadableStreamDefaultReader,
 }
 
 impl BodyReader {
     pub fn new(resp: &Response) -> Option<BodyReader> {
-        let body = resp.body()?;
-        let reader = body.get_reader();
         Some(BodyReader {
-            reader: reader.into(),
+            reader: resp.body()?.get_reader().unchecked_into(),
         })
     }
 
     pub async fn next(&mut self, link: &AbortLink) -> Result<Option<Vec<u8>>, FetchError> {
-        let read: Function = Reflect::get(&self.reader, &"read".into())
-            .ok()
-            .and_then(|f| f.dyn_into().ok())
-            .ok_or_else(|| FetchError::Network("the body cannot be read".into()))?;
-        let p: Promise = read
-            .call0(&self.reader)
-            .map_err(|e| classify(&e, link))?
-            .unchecked_into();
-        let r = JsFuture::from(p).await.map_err(|e| classify(&e, link))?;
-        if Reflect::get(&r, &"done".into())
-            .ok()
-            .and_then(|d| d.as_bool())
-            .unwrap_or(true)
-        {
+        // The rejection is the raw value (not through gloo-net): classify it ourselves.
+        let r: ReadableStreamReadResult = match JsFuture::from(self.reader.read()).await {
+            Ok(r) => r.unchecked_into(),
+            Err(e) if link.aborted() || error_name(&e).as_deref() == Some("AbortError") => {
+                return Err(FetchError::Aborted);
+            }
+            Err(e) => return Err(FetchError::Network(describe(&e))),
+        };
+        if r.get_done().unwrap_or(true) {
             return Ok(None);
         }
-        let value = Reflect::get(&r, &"value".into()).unwrap_or(JsValue::UNDEFINED);
-        Ok(Some(Uint8Array::new(&value).to_vec()))
+        Ok(Some(Uint8Array::new(&r.get_value()).to_vec()))
     }
 
     /// Stops the download (after the terminal event, or on error).
     pub fn cancel(&self) {
-        if let Some(f) = Reflect::get(&self.reader, &"cancel".into())
-            .ok()
-            .and_then(|f| f.dyn_into::<Function>().ok())
-        {
-            if let Ok(p) = f.call0(&self.reader) {
-                // Swallow the rejection of the cancel promise.
-                if let Ok(p) = p.dyn_into::<Promise>() {
-                    let noop = Closure::<dyn FnMut(JsValue)>::new(|_| {});
-                    let _ = p.catch(&noop);
-                    noop.forget();
-                }
-            }
-        }
-    }
-}
-
-pub async fn text(resp: &Response) -> String {
-    match resp.text() {
-        Ok(p) => JsFuture::from(p)
-            .await
-            .ok()
-            .and_then(|v| v.as_string())
-            .unwrap_or_default(),
-        Err(_) => String::new(),
+        let done = JsFuture::from(self.reader.cancel());
+        // Awaited only to swallow a rejection; nothing waits for it.
+        wasm_bindgen_futures::spawn_local(async move {
+            let _ = done.await;
+        });
     }
 }
 
@@ -178,16 +176,8 @@ pub async fn sleep(ms: u64, link: &AbortLink) -> Result<(), FetchError> {
     }
 }
 
-fn classify(e: &JsValue, link: &AbortLink) -> FetchError {
-    let name = Reflect::get(e, &"name".into())
-        .ok()
-        .and_then(|n| n.as_string())
-        .unwrap_or_default();
-    if link.aborted() || name == "AbortError" {
-        FetchError::Aborted
-    } else {
-        FetchError::Network(describe(e))
-    }
+fn error_name(e: &JsValue) -> Option<String> {
+    Reflect::get(e, &"name".into()).ok()?.as_string()
 }
 
 /// A readable description of any thrown JS value.

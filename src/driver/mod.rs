@@ -95,7 +95,7 @@ fn now() -> f64 {
 }
 
 /// Opens a thread: reads its record and tail only, then re-gates a call whose execution was
-/// cut off by a closed page (SPEC §4) — unless a live run elsewhere owns it (docs/design.md,
+/// cut off by a closed page (docs/design.md, "The run journal") — unless a live run elsewhere owns it (docs/design.md,
 /// "Run ownership"). Never fails with `conflict`: a thread that moves on meanwhile is read again.
 pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
     let snap = o.store.load(&o.thread_id, now()).await?;
@@ -135,11 +135,11 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
         match run(&session, Input::Recover, &RunOptions::default()).await {
             // Read again and judge again: the thread moved on while we looked.
             Err(e) if e.code() == "conflict" => {
-                snap = session
-                    .borrow()
-                    .store
-                    .load(&session.borrow().thread_id, now())
-                    .await?;
+                let (store, thread) = {
+                    let g = session.borrow();
+                    (g.store.clone(), g.thread_id.clone())
+                };
+                snap = store.load(&thread, now()).await?;
             }
             // A live run elsewhere took it meanwhile: leave it to that run.
             Err(e) if e.code() == "busy" => break,
@@ -159,12 +159,7 @@ async fn observe(s: &Shared, snap: &Snapshot) -> LockProbe {
     };
     let probe = match &snap.record.lease {
         Some(l) if l.owner == me => LockProbe::Unsupported,
-        None if !snap
-            .record
-            .run
-            .as_ref()
-            .is_some_and(|r| r.started.is_some()) =>
-        {
+        None if snap.record.run.as_ref().is_none_or(|r| r.started.is_none()) => {
             LockProbe::Unsupported
         }
         _ => locks::probe(&lock).await,

@@ -1,4 +1,4 @@
-//! One model call: over fetch with SSE streaming and retries, in-process for `demo`, or
+//! One model call: over HTTP (gloo-net) with SSE streaming and retries, in-process for `demo`, or
 //! through the app's function for `custom`.
 
 use super::error::AgentError;
@@ -92,22 +92,18 @@ async fn once(
         .map_err(fetch_error)?;
     let status = resp.status();
     if !(200..300).contains(&status) {
-        let retry_after = resp.headers().get("retry-after").ok().flatten();
-        let body = fetch::text(&resp).await;
+        let retry_after = resp.headers().get("retry-after");
+        // The status says what went wrong; a body that fails to arrive only loses detail.
+        let body = match fetch::text(&resp, link).await {
+            Err(FetchError::Aborted) => return Err(AgentError::Aborted),
+            b => b.unwrap_or_default(),
+        };
         return Err(ProviderError::http(status, &body, retry_after.as_deref()).into());
     }
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let content_type = resp.headers().get("content-type").unwrap_or_default();
     if !cfg.stream || !content_type.contains("text/event-stream") {
         // Some compatible servers answer JSON even when asked to stream.
-        let body = fetch::text(&resp).await;
-        if link.aborted() {
-            return Err(AgentError::Aborted);
-        }
+        let body = fetch::text(&resp, link).await.map_err(fetch_error)?;
         let out = parse_response(cfg.provider, status, &body)?;
         if !out.text.is_empty() {
             ev.text_delta(&out.text);
@@ -166,35 +162,28 @@ fn fetch_error(e: FetchError) -> AgentError {
     match e {
         FetchError::Aborted => AgentError::Aborted,
         FetchError::Network(m) => AgentError::Network(m),
+        FetchError::BadRequest(m) => AgentError::InvalidConfig(m),
     }
 }
 
 /// What a `custom` provider function returns.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct CustomAnswer {
     text: Option<String>,
+    #[serde(default)]
     tool_calls: Vec<CustomCall>,
     usage: Option<Usage>,
     stop_reason: Option<String>,
 }
 
-crate::json_object::deserialize_object!(CustomAnswer, "struct CustomAnswer" {
-    text: Option<String> = "text" [default],
-    tool_calls: Vec<CustomCall> = "toolCalls" [default],
-    usage: Option<Usage> = "usage" [default],
-    stop_reason: Option<String> = "stopReason" [default],
-});
-
+#[derive(serde::Deserialize)]
 struct CustomCall {
     id: Option<String>,
     name: String,
+    #[serde(default)]
     arguments: Value,
 }
-
-crate::json_object::deserialize_object!(CustomCall, "struct CustomCall" {
-    id: Option<String> = "id" [default],
-    name: String = "name" [required],
-    arguments: Value = "arguments" [default],
-});
 
 async fn custom(
     m: &ModelHandle,

@@ -1,9 +1,29 @@
 //! The store an agent writes to: IndexedDB in browsers, memory elsewhere (or on request).
 
+use super::error::AgentError;
 use crate::engine::Commit;
 use crate::store::indexeddb::IndexedDbStore;
 use crate::store::{MemoryStore, MessageRow, Snapshot, StoreError, ThreadRecord, Writer};
+use serde::Deserialize;
+use serde::de::IntoDeserializer;
 use std::rc::Rc;
+
+/// The stores `storage.kind` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageKind {
+    IndexedDb,
+    Memory,
+}
+
+impl StorageKind {
+    /// Any other name is `invalid_config`.
+    pub fn parse(kind: &str) -> Result<StorageKind, AgentError> {
+        StorageKind::deserialize(kind.into_deserializer()).map_err(|e: serde::de::value::Error| {
+            AgentError::InvalidConfig(format!("`storage.kind`: {e}"))
+        })
+    }
+}
 
 #[derive(Clone)]
 pub enum Store {
@@ -12,13 +32,13 @@ pub enum Store {
 }
 
 impl Store {
-    pub async fn open(kind: &str, database: &str) -> Result<Store, StoreError> {
-        match kind {
-            "memory" => Ok(Store::Memory(MemoryStore::open(database))),
-            _ => Ok(Store::IndexedDb(Rc::new(
-                IndexedDbStore::open(database).await?,
-            ))),
-        }
+    pub async fn open(kind: &str, database: &str) -> Result<Store, AgentError> {
+        Ok(match StorageKind::parse(kind)? {
+            StorageKind::Memory => Store::Memory(MemoryStore::open(database)),
+            StorageKind::IndexedDb => {
+                Store::IndexedDb(Rc::new(IndexedDbStore::open(database).await?))
+            }
+        })
     }
 
     /// The database name (for cross-tab locks).

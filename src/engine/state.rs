@@ -3,27 +3,22 @@
 
 use super::tools::ToolPolicies;
 use crate::thread::{Message, MessageId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// One finished call of a run: its result string as the model will see it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallResult {
     pub call_id: String,
     pub result: String,
 }
 
-crate::json_object::deserialize_object!(CallResult, "struct CallResult" {
-    call_id: String = "callId" [required],
-    result: String = "result" [required],
-});
-
 /// A human decision as `submit_decisions` recorded it, for exactly these inputs. A gated call
 /// runs only when the journal holds an approving record whose inputs equal the entry's: the
 /// `approval` fields of the stored tail are what a UI reads, never what lets a call run
 /// (docs/design.md, "The decision journal").
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DecisionRecord {
     pub call_id: String,
@@ -31,17 +26,14 @@ pub struct DecisionRecord {
     pub inputs: Map<String, Value>,
 }
 
-crate::json_object::deserialize_object!(DecisionRecord, "struct DecisionRecord" {
-    call_id: String = "callId" [required],
-    approved: bool = "approved" [required],
-    inputs: Map<String, Value> = "inputs" [required],
-});
-
 /// The execution journal of the tail `tool_call` message while its calls are being decided,
 /// run or awaited. It lives in the thread record, beside the messages, so the message JSON stays
 /// exactly the documented shape. It exists from the moment the `tool_call` message is written
 /// until its `tool_call_result` message is.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// `gated` and `decisions` are absent in schema 1 records: a call approved there has no
+/// record, so it is re-gated rather than run (the safe reading of data we cannot vouch for).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunJournal {
     /// The `tool_call` message this journal belongs to (always the tail while it exists).
@@ -54,22 +46,12 @@ pub struct RunJournal {
     pub started: Option<String>,
     /// Calls that were gated when the message was written, or re-gated since: each needs an
     /// approving [`DecisionRecord`] to run, whatever the tail says.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gated: Vec<String>,
     /// The decisions made so far (last write wins per call).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decisions: Vec<DecisionRecord>,
 }
-
-// `gated` and `decisions` are absent in schema 1 records: a call approved there has no
-// record, so it is re-gated rather than run (the safe reading of data we cannot vouch for).
-crate::json_object::deserialize_object!(RunJournal, "struct RunJournal" {
-    call_message_id: MessageId = "callMessageId" [required],
-    results: Vec<CallResult> = "results" [required],
-    started: Option<String> = "started" [default],
-    gated: Vec<String> = "gated" [default],
-    decisions: Vec<DecisionRecord> = "decisions" [default],
-});
 
 impl RunJournal {
     pub fn new(call_message_id: MessageId) -> Self {

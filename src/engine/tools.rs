@@ -1,7 +1,7 @@
 //! Tool definitions as the engine sees them, per-thread policies, and the gating precedence
-//! (SPEC §3.1).
+//! (docs/design.md, "Approval semantics").
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A tool as configured on the agent. The JS `execute` and `approvalPolicy` functions stay in
@@ -21,9 +21,9 @@ pub struct ToolSpec {
     pub has_policy: bool,
     pub enabled: bool,
     pub auto_approve: bool,
-    /// Safe to run again after a crash cut off an earlier attempt (SPEC §4).
+    /// Safe to run again after a crash cut off an earlier attempt (docs/design.md, "Run ownership").
     pub idempotent: bool,
-    /// No `execute`: the app supplies the result with `submitToolResults` (SPEC §3.6).
+    /// No `execute`: the app supplies the result with `submitToolResults` (docs/design.md, "Approval semantics").
     pub external: bool,
 }
 
@@ -64,7 +64,7 @@ pub fn check_tool_name(name: &str) -> Result<(), String> {
 }
 
 /// Per-thread overrides of a tool's defaults. `None` means "use the tool's own value".
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolPolicy {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -72,11 +72,6 @@ pub struct ToolPolicy {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_approve: Option<bool>,
 }
-
-crate::json_object::deserialize_object!(ToolPolicy, "struct ToolPolicy" {
-    enabled: Option<bool> = "enabled" [default],
-    auto_approve: Option<bool> = "autoApprove" [default],
-});
 
 impl ToolPolicy {
     pub fn is_empty(&self) -> bool {

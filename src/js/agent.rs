@@ -301,7 +301,7 @@ impl Agent {
         let store = Store::open(&kind, &db).await.map_err(|e| err(e.into()))?;
         let mut list = store.list().await.map_err(|e| err(e.into()))?;
         // Newest first (descending `total_cmp`), equal times in stored order.
-        crate::sort::sort_by_key(&mut list, |r| !crate::sort::f64_key(r.updated_at));
+        list.sort_by(|a, b| b.updated_at.total_cmp(&a.updated_at));
         let mut out = Vec::with_capacity(list.len());
         for r in &list {
             let status = if driver::record_running(store.name(), r).await {

@@ -14,27 +14,17 @@ pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// OpenAI Chat Completions and compatible servers (Ollama, vLLM, LM Studio).
-    #[serde(rename = "openai")]
     OpenAi,
-    #[serde(rename = "anthropic")]
     Anthropic,
     /// The offline deterministic model in [`super::demo`].
-    #[serde(rename = "demo")]
     Demo,
     /// A JS function supplied by the app; no HTTP request is built for it.
-    #[serde(rename = "custom")]
     Custom,
 }
-
-crate::json_object::deserialize_unit_enum!(ProviderKind, "ProviderKind" {
-    OpenAi = "openai",
-    Anthropic = "anthropic",
-    Demo = "demo",
-    Custom = "custom",
-});
 
 #[derive(Clone, PartialEq, Deserialize)]
 #[serde(try_from = "RawModelConfig")]
@@ -55,6 +45,8 @@ pub struct ModelConfig {
 }
 
 /// The JS-facing shape, before the checks. Unknown keys are ignored.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct RawModelConfig {
     provider: ProviderKind,
     base_url: Option<String>,
@@ -65,17 +57,6 @@ struct RawModelConfig {
     stream: Option<bool>,
     headers: Option<Map<String, Value>>,
 }
-
-crate::json_object::deserialize_object!(RawModelConfig, "struct RawModelConfig" {
-    provider: ProviderKind = "provider" [required],
-    base_url: Option<String> = "baseUrl" [default],
-    api_key: Option<String> = "apiKey" [default],
-    model: Option<String> = "model" [default],
-    max_tokens: Option<u32> = "maxTokens" [default],
-    temperature: Option<f64> = "temperature" [default],
-    stream: Option<bool> = "stream" [default],
-    headers: Option<Map<String, Value>> = "headers" [default],
-});
 
 impl TryFrom<RawModelConfig> for ModelConfig {
     type Error = String;
@@ -132,18 +113,16 @@ impl ModelConfig {
 
     /// The checks a request needs; deserialization runs them too.
     pub fn validate(&self) -> Result<(), ProviderError> {
-        let needs_model = matches!(
-            self.provider,
-            ProviderKind::OpenAi | ProviderKind::Anthropic
-        );
-        if needs_model && self.model.trim().is_empty() {
+        // The providers that need a model name, with an example of one.
+        let example_model = match self.provider {
+            ProviderKind::OpenAi => Some("gpt-4o-mini"),
+            ProviderKind::Anthropic => Some("claude-sonnet-4-5"),
+            ProviderKind::Demo | ProviderKind::Custom => None,
+        };
+        if let Some(example) = example_model.filter(|_| self.model.trim().is_empty()) {
             return Err(ProviderError::invalid_config(format!(
-                "`model` is required for provider \"{}\" (for example \"{}\")",
+                "`model` is required for provider \"{}\" (for example \"{example}\")",
                 self.provider.as_str(),
-                match self.provider {
-                    ProviderKind::Anthropic => "claude-sonnet-4-5",
-                    _ => "gpt-4o-mini",
-                }
             )));
         }
         if self.max_tokens == Some(0) {
@@ -167,7 +146,10 @@ impl ModelConfig {
     pub fn endpoint(&self) -> String {
         let (default_base, path) = match self.provider {
             ProviderKind::Anthropic => (ANTHROPIC_DEFAULT_BASE, "/v1/messages"),
-            _ => (OPENAI_DEFAULT_BASE, "/chat/completions"),
+            // `demo` and `custom` send no request; their URL is never used.
+            ProviderKind::OpenAi | ProviderKind::Demo | ProviderKind::Custom => {
+                (OPENAI_DEFAULT_BASE, "/chat/completions")
+            }
         };
         let base = self
             .base_url
@@ -185,6 +167,15 @@ impl ModelConfig {
     }
 }
 
+/// The HTTP wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireFormat {
+    /// Chat Completions (`providers::openai`).
+    OpenAi,
+    /// Messages (`providers::anthropic`).
+    Anthropic,
+}
+
 impl ProviderKind {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -193,6 +184,20 @@ impl ProviderKind {
             ProviderKind::Demo => "demo",
             ProviderKind::Custom => "custom",
         }
+    }
+
+    /// The wire format its requests and answers use; `demo` and `custom` build no request.
+    pub fn wire_format(self) -> Result<WireFormat, ProviderError> {
+        let why = match self {
+            ProviderKind::OpenAi => return Ok(WireFormat::OpenAi),
+            ProviderKind::Anthropic => return Ok(WireFormat::Anthropic),
+            ProviderKind::Demo => "the demo model runs in-process (providers::demo::respond)",
+            ProviderKind::Custom => "the custom provider calls the app's JS function",
+        };
+        Err(ProviderError::invalid_config(format!(
+            "provider \"{}\" has no HTTP wire format: {why}",
+            self.as_str()
+        )))
     }
 }
 

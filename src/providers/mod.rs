@@ -15,7 +15,6 @@ mod anthropic;
 mod config;
 pub mod demo;
 mod error;
-mod float;
 mod openai;
 mod retry;
 pub mod sse;
@@ -24,7 +23,7 @@ mod stream;
 pub use anthropic::AnthropicStream;
 pub use config::{
     ANTHROPIC_DEFAULT_BASE, ANTHROPIC_DEFAULT_MAX_TOKENS, ModelConfig, OPENAI_DEFAULT_BASE,
-    ProviderKind,
+    ProviderKind, WireFormat,
 };
 pub use error::{BODY_EXCERPT_CHARS, ProviderError};
 pub use openai::OpenAiStream;
@@ -118,11 +117,10 @@ pub fn build_request(
 ) -> Result<HttpRequest, ProviderError> {
     cfg.validate()?;
     let instructions = instructions.filter(|s| !s.trim().is_empty());
-    match cfg.provider {
-        ProviderKind::OpenAi => Ok(openai::build(cfg, instructions, history, tools)),
-        ProviderKind::Anthropic => Ok(anthropic::build(cfg, instructions, history, tools)),
-        other => Err(stream::no_wire_format(other)),
-    }
+    Ok(match cfg.provider.wire_format()? {
+        WireFormat::OpenAi => openai::build(cfg, instructions, history, tools),
+        WireFormat::Anthropic => anthropic::build(cfg, instructions, history, tools),
+    })
 }
 
 /// Reads a whole (non-streaming) answer. A non-2xx `status` becomes an HTTP error; attach the
@@ -136,10 +134,9 @@ pub fn parse_response(
     if !(200..300).contains(&status) {
         return Err(ProviderError::http(status, body, None));
     }
-    match kind {
-        ProviderKind::OpenAi => openai::parse(body),
-        ProviderKind::Anthropic => anthropic::parse(body),
-        other => Err(stream::no_wire_format(other)),
+    match kind.wire_format()? {
+        WireFormat::OpenAi => openai::parse(body),
+        WireFormat::Anthropic => anthropic::parse(body),
     }
 }
 

@@ -92,8 +92,9 @@ fn messages(instructions: Option<&str>, history: &[Message]) -> Vec<Value> {
                     }));
                 }
             }
-            _ if text.is_empty() => {}
-            _ => {
+            // A `tool_call` message without entries is plain text.
+            MessageKind::Plain | MessageKind::ToolCall(_) if text.is_empty() => {}
+            MessageKind::Plain | MessageKind::ToolCall(_) => {
                 let role = if m.role == Role::User {
                     "user"
                 } else {

@@ -2,7 +2,7 @@
 //! whole [`ModelOutput`] at the end.
 
 use super::anthropic::AnthropicStream;
-use super::config::ProviderKind;
+use super::config::{ProviderKind, WireFormat};
 use super::error::ProviderError;
 use super::openai::OpenAiStream;
 use super::sse::{SseEvent, SseParser};
@@ -34,11 +34,10 @@ pub enum StreamDecoder {
 impl StreamDecoder {
     /// A decoder for `kind`; `demo` and `custom` have no wire format.
     pub fn new(kind: ProviderKind) -> Result<Self, ProviderError> {
-        match kind {
-            ProviderKind::OpenAi => Ok(StreamDecoder::OpenAi(OpenAiStream::default())),
-            ProviderKind::Anthropic => Ok(StreamDecoder::Anthropic(AnthropicStream::default())),
-            other => Err(no_wire_format(other)),
-        }
+        Ok(match kind.wire_format()? {
+            WireFormat::OpenAi => StreamDecoder::OpenAi(OpenAiStream::default()),
+            WireFormat::Anthropic => StreamDecoder::Anthropic(AnthropicStream::default()),
+        })
     }
 
     /// Feeds one event. Events after the terminal one are ignored.
@@ -105,17 +104,6 @@ impl ResponseStream {
         }
         Ok((last, self.decoder.finish()?))
     }
-}
-
-pub(crate) fn no_wire_format(kind: ProviderKind) -> ProviderError {
-    ProviderError::invalid_config(format!(
-        "provider \"{}\" has no HTTP wire format: {}",
-        kind.as_str(),
-        match kind {
-            ProviderKind::Demo => "the demo model runs in-process (providers::demo::respond)",
-            _ => "the custom provider calls the app's JS function",
-        }
-    ))
 }
 
 /// Tool calls being assembled from fragments, in the order they started.
@@ -200,7 +188,7 @@ impl ToolCallSlots {
     pub fn into_calls(self) -> Vec<ModelToolCall> {
         let mut calls: Vec<(usize, PendingCall)> = self.calls.into_iter().enumerate().collect();
         // Stable: calls of equal order stay in slot order.
-        crate::sort::sort_by_key(&mut calls, |(_, c)| c.order);
+        calls.sort_by_key(|(_, c)| c.order);
         calls
             .into_iter()
             .map(|(slot, c)| {

@@ -10,7 +10,7 @@
 //! insecure context, Node) is judged by its expiry, which the owner renews while it runs.
 
 use super::record::{StoreError, ThreadRecord, check_writable};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How long a lease lasts without renewal. Only a lease written without a Web Lock depends on
 /// it: such a thread whose owner died waits this long before another agent may take it over,
@@ -22,7 +22,7 @@ pub const LEASE_MS: f64 = 30_000.0;
 pub const RENEW_MS: f64 = 10_000.0;
 
 /// The claim of the agent running the thread, stored in the thread record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Lease {
     /// The running agent's id (random per `Agent` object).
@@ -30,14 +30,9 @@ pub struct Lease {
     /// Epoch milliseconds after which the lease has lapsed unless renewed.
     pub until: f64,
     /// The owner holds the thread's Web Lock for the whole run.
+    #[serde(default)]
     pub locked: bool,
 }
-
-crate::json_object::deserialize_object!(Lease, "struct Lease" {
-    owner: String = "owner" [required],
-    until: f64 = "until" [required],
-    locked: bool = "locked" [default],
-});
 
 /// What the thread's Web Lock says, asked after the record was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +131,7 @@ pub fn admit(
 /// after `record` was read. A record of schema 1 has no lease: its writer held the lock only
 /// while the tool ran, so the lock alone decides.
 pub fn must_recover(record: &ThreadRecord, me: &str, now_ms: f64, probe: LockProbe) -> bool {
-    if !record.run.as_ref().is_some_and(|r| r.started.is_some()) {
+    if record.run.as_ref().is_none_or(|r| r.started.is_none()) {
         return false;
     }
     match (&record.lease, probe) {

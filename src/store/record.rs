@@ -5,7 +5,7 @@
 use super::ownership::{Lease, Writer};
 use crate::engine::{Commit, RunJournal, ThreadState, ToolPolicies};
 use crate::thread::Message;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever the stored shape changes; older records stay readable (tests read frozen
@@ -16,7 +16,8 @@ use std::fmt;
 /// 2: the run lease (`lease`) and the decision journal (`run.gated`, `run.decisions`).
 pub const SCHEMA_VERSION: u32 = 2;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Fields a record of an older format lacks take their defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadRecord {
     pub id: String,
@@ -29,6 +30,7 @@ pub struct ThreadRecord {
     pub message_count: u64,
     /// A short title from the first user message, for thread lists.
     pub title: Option<String>,
+    #[serde(default)]
     pub policies: ToolPolicies,
     pub run: Option<RunJournal>,
     /// How many entries of the tail await approval, so that a thread list can show which
@@ -39,21 +41,6 @@ pub struct ThreadRecord {
     /// The agent running this thread now, if any (docs/design.md, "Run ownership").
     pub lease: Option<Lease>,
 }
-
-// Fields a record of an older format lacks take their defaults.
-crate::json_object::deserialize_object!(ThreadRecord, "struct ThreadRecord" {
-    id: String = "id" [required],
-    schema_version: u32 = "schemaVersion" [required],
-    version: u64 = "version" [required],
-    created_at: f64 = "createdAt" [required],
-    updated_at: f64 = "updatedAt" [required],
-    message_count: u64 = "messageCount" [required],
-    title: Option<String> = "title" [default],
-    policies: ToolPolicies = "policies" [default],
-    run: Option<RunJournal> = "run" [default],
-    pending_approvals: u32 = "pendingApprovals" [default],
-    lease: Option<Lease> = "lease" [default],
-});
 
 impl ThreadRecord {
     /// A thread that does not exist yet (version 0: nothing stored).

@@ -1,4 +1,4 @@
-//! A tool entry inside `tools[]` of a `tool_call` or `tool_call_result` message (SPEC §2).
+//! A tool entry inside `tools[]` of a `tool_call` or `tool_call_result` message (docs/design.md, "The thread JSON").
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
@@ -7,19 +7,13 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 /// Where a gated call stands. Serialized as `"pending" | "approved" | "rejected"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ApprovalState {
     Pending,
     Approved,
     Rejected,
 }
-
-crate::json_object::deserialize_unit_enum!(ApprovalState, "ApprovalState" {
-    Pending = "pending",
-    Approved = "approved",
-    Rejected = "rejected",
-});
 
 /// The approval fields of a gated entry. An entry without them was never gated.
 #[derive(Debug, Clone, PartialEq, Eq)]

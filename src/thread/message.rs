@@ -1,4 +1,4 @@
-//! Messages of a thread, serialized exactly as SPEC §2 says: `__id`, metadata keys in insertion
+//! Messages of a thread, serialized exactly as docs/design.md, "The thread JSON", says: `__id`, metadata keys in insertion
 //! order, `role`, `content`, `usage` (when known), then `type` and `tools` for tool messages.
 
 use super::entry::ToolEntry;
@@ -12,30 +12,23 @@ use std::fmt;
 pub const META_STOP_REASON: &str = "stop_reason";
 pub const META_RESUME_TOKEN: &str = "resume_token";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
     Assistant,
 }
 
-crate::json_object::deserialize_unit_enum!(Role, "Role" { User = "user", Assistant = "assistant" });
-
 /// Token usage, all four keys always present.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    #[serde(default)]
     pub cached_input_tokens: u64,
+    #[serde(default)]
     pub reasoning_tokens: u64,
 }
-
-crate::json_object::deserialize_object!(Usage, "struct Usage" {
-    input_tokens: u64 = "input_tokens" [required],
-    output_tokens: u64 = "output_tokens" [required],
-    cached_input_tokens: u64 = "cached_input_tokens" [default],
-    reasoning_tokens: u64 = "reasoning_tokens" [default],
-});
 
 /// A content block. Text is typed; any other block (reasoning, image, file...) is kept as it
 /// was written so that a round trip loses nothing.
@@ -177,28 +170,28 @@ impl Message {
     pub fn tool_calls(&self) -> Option<&[ToolEntry]> {
         match &self.kind {
             MessageKind::ToolCall(t) => Some(t),
-            _ => None,
+            MessageKind::Plain | MessageKind::ToolCallResult(_) => None,
         }
     }
 
     pub fn tool_calls_mut(&mut self) -> Option<&mut Vec<ToolEntry>> {
         match &mut self.kind {
             MessageKind::ToolCall(t) => Some(t),
-            _ => None,
+            MessageKind::Plain | MessageKind::ToolCallResult(_) => None,
         }
     }
 
     pub fn tool_results(&self) -> Option<&[ToolEntry]> {
         match &self.kind {
             MessageKind::ToolCallResult(t) => Some(t),
-            _ => None,
+            MessageKind::Plain | MessageKind::ToolCall(_) => None,
         }
     }
 
     pub fn tool_results_mut(&mut self) -> Option<&mut Vec<ToolEntry>> {
         match &mut self.kind {
             MessageKind::ToolCallResult(t) => Some(t),
-            _ => None,
+            MessageKind::Plain | MessageKind::ToolCall(_) => None,
         }
     }
 

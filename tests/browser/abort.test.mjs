@@ -1,5 +1,7 @@
 // Cancellation by AbortSignal (SPEC §5): while the model hangs, mid-stream, during a
-// Retry-After wait, after tools ran; string abort reasons must not break the wasm instance.
+// Retry-After wait, after tools ran; string abort reasons must not break the wasm instance
+// (the HTTP client, gloo-net, panics on a non-Error rejection: it only ever sees the SDK's
+// own signal, src/driver/fetch.rs).
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -88,6 +90,56 @@ test('abort("some string reason") does not crash the wasm instance; the agent ke
     }, { model: sc2.openai(), reason });
     assert.equal(r2?.code, 'aborted', JSON.stringify(reason));
   }
+  assert.deepEqual(errors.filter((e) => PANIC.test(e)), []);
+});
+
+test('abort("a string") reaches no code that panics in any phase of an HTTP call, either provider', T, async (t) => {
+  const { page, errors } = await h.open(t);
+  // Each phase with the request in a different place: before the headers, inside the SSE body,
+  // inside a JSON body read whole, and during a Retry-After wait between two attempts.
+  const phases = [
+    ['waiting for headers', { fault: { hang: true } }, {}],
+    // 5 events: text deltas have arrived with either wire format (Anthropic's first three
+    // are message_start, content_block_start and ping).
+    ['mid-stream', { text: 'one two three four five six', fault: { hangAfterEvents: 5 } }, {}],
+    ['reading a JSON body', { text: 'one two three four five six', fault: { hangAfterEvents: 3 } }, { stream: false }],
+    ['waiting to retry', { fault: { status: 503, retryAfter: '20' } }, {}],
+  ];
+  for (const provider of ['openai', 'anthropic']) {
+    for (const [phase, turn, extra] of phases) {
+      const label = `${provider}, ${phase}`;
+      const sc = await h.scenario([turn, { text: 'unused' }]);
+      const r = await run(page, async ({ model, threadId }) => {
+        const { gh } = window;
+        const agent = await gh.Agent.open({ threadId, model, storage: { kind: 'memory' } });
+        const ac = new AbortController();
+        const events = gh.events();
+        let abortedAt;
+        setTimeout(() => { abortedAt = performance.now(); ac.abort('the user pressed stop'); }, 400);
+        const error = await gh.error(() => agent.chat('hello', { signal: ac.signal, onEvent: events.onEvent }));
+        return { error, sinceAbortMs: performance.now() - abortedAt, types: events.list.map((e) => e.type),
+          status: agent.status(), roles: (await agent.messages()).map((m) => m.role) };
+      }, { model: sc[provider](extra), threadId: uid('t') });
+      assert.equal(r.error?.isError, true, `${label}: a real Error, got ${JSON.stringify(r.error)}`);
+      assert.equal(r.error.code, 'aborted', `${label}: ${JSON.stringify(r.error)}`);
+      assert.ok(r.sinceAbortMs < 1000, `${label}: rejected ${r.sinceAbortMs} ms after abort()`);
+      assert.equal(r.status, 'interrupted', label);
+      assert.deepEqual(r.roles, ['user'], label);
+      if (phase === 'mid-stream') assert.ok(r.types.includes('text_delta'), `${label}: text had streamed`);
+      if (phase === 'waiting to retry') assert.ok(r.types.includes('retry'), `${label}: it was waiting to retry`);
+      const reqs = await sc.waitRequests((q) => q.length >= 1 && q[0].outcome !== 'pending');
+      assert.equal(reqs.length, 1, `${label}: one request`);
+      assert.equal(reqs[0].stream, extra.stream ?? true, label);
+      if (phase !== 'waiting to retry') assert.equal(reqs[0].outcome, 'aborted', `${label}: the request itself was aborted`);
+    }
+  }
+  // The instance is alive: a full streamed turn over HTTP still works.
+  const sc = await h.scenario([{ text: 'Still here.' }]);
+  const after = await run(page, async ({ model, threadId }) => {
+    const agent = await window.gh.Agent.open({ threadId, model, storage: { kind: 'memory' } });
+    return (await agent.chat('still there?')).message;
+  }, { model: sc.openai(), threadId: uid('t') });
+  assert.equal(textOf(after), 'Still here.');
   assert.deepEqual(errors.filter((e) => PANIC.test(e)), []);
 });
 

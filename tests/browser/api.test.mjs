@@ -22,6 +22,8 @@ test('invalid configuration is a GatehouseError with code invalid_config, and op
       noThread: await gh.error(() => A.open({ storage: memory })),
       blankThread: await gh.error(() => A.open({ threadId: '  ', storage: memory })),
       badKind: await gh.error(() => A.open({ threadId: 't', storage: { kind: 'localStorage' } })),
+      listBadKind: await gh.error(() => A.listThreads({ kind: 'localStorage' })),
+      deleteBadKind: await gh.error(() => A.deleteThread('ok', { kind: 'localStorage' })),
       noModelName: await gh.error(() => A.open({ threadId: 't', model: { provider: 'openai' }, storage: memory })),
       badProvider: await gh.error(() => A.open({ threadId: 't', model: { provider: 'gemini', model: 'x' }, storage: memory })),
       customNoCall: await gh.error(() => A.open({ threadId: 't', model: { provider: 'custom' }, storage: memory })),
@@ -37,7 +39,7 @@ test('invalid configuration is a GatehouseError with code invalid_config, and op
       messages: await agent.messages(),
     };
   });
-  for (const k of ['noOptions', 'noThread', 'blankThread', 'badKind', 'noModelName', 'badProvider', 'customNoCall',
+  for (const k of ['noOptions', 'noThread', 'blankThread', 'badKind', 'listBadKind', 'deleteBadKind', 'noModelName', 'badProvider', 'customNoCall',
     'dupTools', 'badExecute', 'badMaxSteps', 'chatNumber', 'badSignal', 'handleEmpty']) {
     assert.equal(r[k]?.isError, true, `${k}: a real Error`);
     assert.equal(r[k].name, 'GatehouseError', k);

@@ -636,7 +636,9 @@ async function stress(t, { seconds, locks }) {
   must0('unexpected errors', unexpected.map((u) => `tab ${u.tab} ${u.kind}: ${u.what}`));
   must0('actions that never settled', unsettled.map((a) => `tab ${a.tab}.${a.life} action ${a.id} ${a.kind}`));
   // The run did real work: enough model turns and executions that the counts mean something.
-  const minWork = Math.max(3, Math.floor(seconds / 6));
+  // Without Web Locks every reload mid-run blocks the thread for up to a lease (30 s), so a
+  // loaded machine gets less done there.
+  const minWork = locks ? Math.max(3, Math.floor(seconds / 6)) : Math.max(2, Math.floor(seconds / 15));
   if (gen.toolTurns + gen.textTurns < minWork) problems.push(`only ${gen.toolTurns + gen.textTurns} model turns (want at least ${minWork})`);
   if (starts.length < minWork) problems.push(`only ${starts.length} executions (want at least ${minWork})`);
   if (approvals < minWork) problems.push(`only ${approvals} approvals (want at least ${minWork})`);

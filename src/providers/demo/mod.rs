@@ -19,7 +19,7 @@ use crate::thread::{Message, MessageKind, Role, ToolEntry};
 use serde_json::Value;
 
 pub const DEMO_PREFIX: &str = "(demo) ";
-/// How the engine's result text for a rejected call starts (SPEC §3.4).
+/// How the engine's result text for a rejected call starts (docs/design.md, "Approval semantics").
 const REJECTED: &str = "TOOL NOT EXECUTED";
 /// Name words too common to mean that tool.
 const GENERIC: &[&str] = &[
@@ -44,7 +44,9 @@ pub fn respond_with(history: &[Message], tools: &[ToolDef], lower: Lowercase) ->
             MessageKind::Plain if m.role == Role::User => {
                 answer(&m.text(), history.len(), tools, lower)
             }
-            _ => ModelOutput::text("(demo) I have nothing to add."),
+            MessageKind::Plain | MessageKind::ToolCall(_) => {
+                ModelOutput::text("(demo) I have nothing to add.")
+            }
         },
         None => ModelOutput::text(format!("(demo) Hello! {}", tools_hint(tools))),
     };
@@ -102,7 +104,7 @@ fn answer(text: &str, history_len: usize, tools: &[ToolDef], lower: Lowercase) -
         .iter()
         .filter_map(|t| Some((mention(t, &lowered, &text_words, lower)?, t)))
         .collect();
-    crate::sort::sort_by_key(&mut mentioned, |(pos, _)| *pos as u64);
+    mentioned.sort_by_key(|(pos, _)| *pos);
     if mentioned.is_empty() {
         return ModelOutput::text(format!("(demo) You said: {text}\n\n{}", tools_hint(tools)));
     }
