@@ -1,6 +1,7 @@
 //! The IndexedDB thread store in headless Chromium: the same semantics as the memory store
 //! (versions, conflicts, tail rewrites, paging), durability across reopening, two handles on
-//! one database (two tabs), and a 100,000-message thread.
+//! one database (two tabs), a 100,000-message thread, and databases written by released
+//! packages (`frozen.rs`).
 //!
 //! Run: `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 //! CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=180 cargo test
@@ -20,6 +21,9 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
+
+#[path = "browser_store/frozen.rs"]
+mod frozen;
 
 // ---------------------------------------------------------------------------------------
 // helpers
@@ -676,6 +680,82 @@ async fn damaged_data_is_corrupt_not_a_panic() {
         Err(StoreError::Conflict { .. })
     ));
     drop(s);
+    cleanup(&name).await;
+}
+
+/// Resolves to `value` after `ms`.
+fn after_ms(ms: i32, value: &'static str) -> js_sys::Promise {
+    js_sys::Promise::new(&mut |resolve, _| {
+        let set_timeout: js_sys::Function =
+            js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("setTimeout"))
+                .expect("setTimeout")
+                .into();
+        let done = resolve.bind1(&JsValue::NULL, &JsValue::from_str(value));
+        set_timeout
+            .call2(&JsValue::NULL, &done, &JsValue::from(ms))
+            .expect("setTimeout()");
+    })
+}
+
+#[wasm_bindgen_test]
+async fn an_open_blocked_by_another_connections_version_change_gives_up_after_10_s() {
+    let name = db_name("blocked");
+    // A connection that never closes on versionchange (another program), and a delete queued
+    // behind it: every open of the database waits for the delete.
+    let first = Database::open(name.as_str())
+        .with_version(1u32)
+        .await
+        .expect("first");
+    let delete = Database::delete_by_name(&name).expect("delete request");
+    let t0 = now();
+    let e = IndexedDbStore::open(&name).await.unwrap_err();
+    let waited = now() - t0;
+    assert!(matches!(&e, StoreError::Unavailable(_)), "{e:?}");
+    assert!(e.retryable());
+    assert!((9_000.0..15_000.0).contains(&waited), "{waited} ms");
+    // Unblocked: the delete runs, then the open that gave up creates the database. Its
+    // connection must not stay open: the next delete would wait for it forever.
+    first.close();
+    delete.await.expect("delete");
+    let second = wasm_bindgen_futures::future_to_promise({
+        let name = name.clone();
+        async move {
+            IndexedDbStore::delete_database(&name)
+                .await
+                .map(|()| JsValue::from_str("deleted"))
+                .map_err(|e| JsValue::from_str(&e.to_string()))
+        }
+    });
+    let outcome = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::race(&js_sys::Array::of2(
+        &second,
+        &after_ms(5_000, "blocked"),
+    )))
+    .await
+    .expect("race");
+    assert_eq!(outcome.as_string().as_deref(), Some("deleted"));
+}
+
+#[wasm_bindgen_test]
+async fn a_database_without_the_gatehouse_stores_is_unavailable() {
+    let name = db_name("foreign");
+    let other = Database::open(name.as_str())
+        .with_version(1u32)
+        .with_on_upgrade_needed(|_, db| {
+            db.create_object_store("threads")
+                .with_key_path(indexed_db_futures::KeyPath::One("id"))
+                .build()?;
+            Ok(())
+        })
+        .await
+        .expect("open");
+    other.close();
+    let e = IndexedDbStore::open(&name).await.unwrap_err();
+    assert!(
+        matches!(&e, StoreError::Unavailable(m) if m.contains("not a Gatehouse database")
+            && m.contains("\"messages\"")),
+        "{e:?}"
+    );
+    // It closed its connection: deleting the database is not blocked.
     cleanup(&name).await;
 }
 

@@ -1,5 +1,5 @@
 //! Transcript tests of the approval engine: a scripted model, then the sequence of steps and
-//! the thread JSON it leaves (SPEC §3, §4).
+//! the thread JSON it leaves (docs/design.md, "Approval semantics", "Run ownership").
 
 mod support;
 

@@ -1,4 +1,4 @@
-//! The one error type of the driver, with the stable codes of SPEC §1. `js::error` turns it
+//! The one error type of the driver, with the stable codes of docs/design.md, "Errors". `js::error` turns it
 //! into a JS `Error` in exactly one place.
 
 use crate::engine::EngineError;

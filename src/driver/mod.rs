@@ -98,7 +98,7 @@ fn now() -> f64 {
 }
 
 /// Opens a thread: reads its record and tail only, then re-gates a call whose execution was
-/// cut off by a closed page (SPEC §4) — unless a live run elsewhere owns it (docs/design.md,
+/// cut off by a closed page (docs/design.md, "The run journal") — unless a live run elsewhere owns it (docs/design.md,
 /// "Run ownership"). Never fails with `conflict`: a thread that moves on meanwhile is read again.
 pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
     let snap = o.store.load(&o.thread_id, now()).await?;

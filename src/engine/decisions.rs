@@ -1,4 +1,4 @@
-//! Decision payloads (SPEC §3.3): a map keyed by `callId`, each value exactly `"approve"`,
+//! Decision payloads (docs/design.md, "Approval semantics"): a map keyed by `callId`, each value exactly `"approve"`,
 //! `"reject"` or `["reject", "reason"]`. Anything else is refused whole, staging nothing.
 
 use super::error::EngineError;

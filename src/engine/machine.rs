@@ -453,7 +453,7 @@ impl Engine {
         Ok(())
     }
 
-    /// Human decisions (SPEC §3.3). Partial and revisable until every gated entry is decided.
+    /// Human decisions (docs/design.md, "Approval semantics"). Partial and revisable until every gated entry is decided.
     pub fn submit_decisions(&mut self, payload: &Value, now_ms: u64) -> Result<(), EngineError> {
         self.expect_idle()?;
         let Some(tail) = self.tail().filter(|t| t.is_suspended()) else {
@@ -533,7 +533,7 @@ impl Engine {
         Ok(())
     }
 
-    /// Outputs of external tools (SPEC §3.6), by call id; partial submissions are kept.
+    /// Outputs of external tools (docs/design.md, "Approval semantics"), by call id; partial submissions are kept.
     pub fn submit_tool_results(&mut self, payload: &Value, now_ms: u64) -> Result<(), EngineError> {
         self.expect_idle()?;
         let status = self.status();
@@ -775,7 +775,7 @@ impl Engine {
         format!("run_{:016x}", self.ids.next_number(now_ms))
     }
 
-    /// The gating precedence of SPEC §3.1 for one call.
+    /// The gating precedence for one call (docs/design.md, "Approval semantics").
     fn gate(
         &self,
         tool: Option<&ToolSpec>,

@@ -4,7 +4,7 @@ use crate::thread::json_text;
 use serde_json::{Value, json};
 
 /// Neuron's default reason. With the template's own ". " it reads "provided.. Do not", byte
-/// for byte as Neuron produces it (SPEC §3.4).
+/// for byte as Neuron produces it (docs/design.md, "Approval semantics").
 pub const DEFAULT_REJECT_REASON: &str = "No specific instruction provided.";
 
 /// What the model sees for a rejected call: the reason is substituted verbatim.
@@ -19,7 +19,7 @@ pub fn rejection_text(reason: Option<&str>) -> String {
     s
 }
 
-/// The `approvalReason` of a call re-gated because its execution was cut off (SPEC §4).
+/// The `approvalReason` of a call re-gated because its execution was cut off (docs/design.md, "Run ownership").
 pub const REGATE_REASON: &str = "The earlier attempt to run this tool was interrupted before it \
 finished, so it may or may not have taken effect. Check before approving it again.";
 

@@ -1,5 +1,5 @@
 //! Tool definitions as the engine sees them, per-thread policies, and the gating precedence
-//! (SPEC §3.1).
+//! (docs/design.md, "Approval semantics").
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -21,9 +21,9 @@ pub struct ToolSpec {
     pub has_policy: bool,
     pub enabled: bool,
     pub auto_approve: bool,
-    /// Safe to run again after a crash cut off an earlier attempt (SPEC §4).
+    /// Safe to run again after a crash cut off an earlier attempt (docs/design.md, "Run ownership").
     pub idempotent: bool,
-    /// No `execute`: the app supplies the result with `submitToolResults` (SPEC §3.6).
+    /// No `execute`: the app supplies the result with `submitToolResults` (docs/design.md, "Approval semantics").
     pub external: bool,
 }
 

@@ -1,8 +1,8 @@
-//! The IndexedDB thread store (wasm only). It behaves exactly like [`MemoryStore`]
-//! (versions, conflicts, tail rewrites, paging) because both plan their writes with
-//! [`plan_commit`].
+//! The IndexedDB thread store (wasm only), on `indexed_db_futures`. It behaves exactly like
+//! [`MemoryStore`] (versions, conflicts, tail rewrites, paging) because both plan their
+//! writes with [`plan_commit`].
 //!
-//! Schema (database version [`DB_VERSION`]):
+//! Schema (database version [`DB_VERSION`], docs/design.md "Stored data"):
 //! - `threads`, keyPath `id`: the [`ThreadRecord`] in its JSON shape (camelCase, `null` for
 //!   `None`). Its `schemaVersion` is the record format; records of a later format are read
 //!   for the fields this version knows.
@@ -13,35 +13,44 @@
 //! `[thread, messageCount]` (two gets, whatever the thread's length); `commit` reads, plans
 //! and writes in one `readwrite` transaction over both stores, which IndexedDB runs one at a
 //! time, so two tabs committing from the same version cannot both win; `page` reads one
-//! bounded key range. No other work is awaited while a transaction is open.
+//! bounded key range. Nothing else is awaited while a transaction is open (it would commit
+//! itself when idle), and a write is kept only by an explicit commit: a transaction dropped
+//! on an early return rolls back.
 //!
-//! Each handle closes its connection when dropped and when another connection asks for a
-//! version change (an upgrade or `delete_database` elsewhere); calls on a closed handle fail
-//! with `Unavailable`, and opening again recovers.
+//! A handle's connection closes when another connection asks for a version change (an upgrade
+//! or `delete_database` elsewhere); the next call then opens a new one, once.
 //!
 //! [`MemoryStore`]: super::MemoryStore
 
-mod js;
+mod connection;
+mod values;
 
 use super::ownership::{Writer, plan_release, plan_renew};
 use super::record::{MessageRow, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
 use crate::engine::Commit;
-use js::Tx;
+use connection::Connection;
+use indexed_db_futures::KeyRange;
+use indexed_db_futures::database::Database;
+use indexed_db_futures::internals::SystemRepr;
+use indexed_db_futures::prelude::*;
+use indexed_db_futures::transaction::{Transaction, TransactionMode};
 use std::cell::RefCell;
+use values::{RowWriter, from_js_value, idb, read_row, record_from_js, record_to_js, row_key};
 use wasm_bindgen::JsValue;
 
-/// The IndexedDB version of the schema above. Later versions add their upgrade step to
-/// `open` (in `js.rs`, `oldVersion < N`).
+/// The IndexedDB version of the schema above. A later version adds its upgrade step in
+/// `connection::connect`.
 pub const DB_VERSION: u32 = 1;
 const THREADS: &str = "threads";
 const MESSAGES: &str = "messages";
+const BOTH: &[&str] = &[THREADS, MESSAGES];
+const RECORDS: &[&str] = &[THREADS];
 
 /// A connection to one Gatehouse database. Handles on the same database (in this page or in
 /// other tabs) see each other's commits; a commit made from an older version is a conflict.
 pub struct IndexedDbStore {
-    /// The `IDBDatabase`; replaced by a new connection when another one's version change (a
-    /// delete, an upgrade) closed it.
-    db: RefCell<JsValue>,
+    /// Replaced by a new connection when another one's version change closed it.
+    conn: RefCell<Connection>,
     name: String,
 }
 
@@ -55,11 +64,11 @@ impl std::fmt::Debug for IndexedDbStore {
 
 impl IndexedDbStore {
     /// Opens (creating or upgrading) the database `database`. Any failure — no IndexedDB
-    /// (some private modes), a newer database version written by a later release, a refused
-    /// open — is `Unavailable`.
+    /// (some private modes), a newer database version written by a later release, a database
+    /// that is not Gatehouse's, an open blocked for 10 s — is `Unavailable`.
     pub async fn open(database: &str) -> Result<Self, StoreError> {
         Ok(IndexedDbStore {
-            db: RefCell::new(connect(database).await?),
+            conn: RefCell::new(connection::connect(database).await?),
             name: database.to_owned(),
         })
     }
@@ -72,7 +81,8 @@ impl IndexedDbStore {
     /// The thread's record and tail message; a thread never written is version 0 with no
     /// tail. Two gets, whatever the thread's length.
     pub async fn load(&self, thread_id: &str, now_ms: f64) -> Result<Snapshot, StoreError> {
-        let tx = self.begin(false).await?;
+        let db = self.db().await?;
+        let tx = begin(&db, BOTH, TransactionMode::Readonly)?;
         let Some(record) = get_record(&tx, thread_id).await? else {
             return Ok(Snapshot {
                 record: ThreadRecord::new(thread_id, now_ms),
@@ -85,7 +95,7 @@ impl IndexedDbStore {
             let value = get_row(&tx, thread_id, record.message_count)
                 .await?
                 .ok_or_else(|| missing(thread_id, record.message_count))?;
-            Some(js::read_row(thread_id, &value)?.message()?)
+            Some(read_row(thread_id, &value)?.message()?)
         };
         Ok(Snapshot { record, tail })
     }
@@ -93,7 +103,7 @@ impl IndexedDbStore {
     /// Applies `commit`, made from `expected_version`, in one transaction: all of it with the
     /// record, or nothing. A stale version (or a tail rewrite that does not name the stored
     /// tail) is `Conflict` and writes nothing. A commit future dropped before it resolves may
-    /// still land once it has reached `tx.commit()`: load again to know.
+    /// still land once it has reached the transaction's commit: load again to know.
     pub async fn commit(
         &self,
         thread_id: &str,
@@ -102,7 +112,8 @@ impl IndexedDbStore {
         writer: &Writer,
         now_ms: f64,
     ) -> Result<ThreadRecord, StoreError> {
-        let tx = self.begin(true).await?;
+        let db = self.db().await?;
+        let tx = begin(&db, BOTH, TransactionMode::Readwrite)?;
         let current = get_record(&tx, thread_id)
             .await?
             .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms));
@@ -113,7 +124,7 @@ impl IndexedDbStore {
         // Like the memory store: an unreadable tail has no id, so rewriting it is refused.
         let tail_id = match (&commit.replace_tail, current.message_count) {
             (Some(_), n) if n > 0 => get_row(&tx, thread_id, n).await?.and_then(|v| {
-                let m = js::read_row(thread_id, &v).ok()?.message().ok()?;
+                let m = read_row(thread_id, &v).ok()?.message().ok()?;
                 Some(m.id.as_str().to_owned())
             }),
             _ => None,
@@ -128,19 +139,22 @@ impl IndexedDbStore {
             Err(e) => {
                 // Nothing was written; wait for the rollback so the caller's next read is
                 // not queued behind it.
-                tx.abort().await;
+                let _ = tx.abort().await;
                 return Err(e);
             }
         };
         // All requests are queued now, synchronously: the transaction must not go idle. A
-        // failure of a queued request arrives through the transaction (and an early return
-        // drops it: abort).
-        let writer = js::RowWriter::new(thread_id);
-        for row in &plan.rows {
-            tx.put(MESSAGES, &writer.value(row)?)?;
+        // request is sent when built; a failure that is not immediate arrives through the
+        // transaction (and an early return drops it: rollback).
+        {
+            let messages = tx.object_store(MESSAGES).map_err(idb)?;
+            let rows = RowWriter::new(thread_id);
+            for row in &plan.rows {
+                drop(messages.put(rows.value(row)?).primitive().map_err(idb)?);
+            }
+            put(&tx, THREADS, record_to_js(&plan.record)?)?;
         }
-        tx.put(THREADS, &js::record_to_js(&plan.record)?)?;
-        tx.commit().await?;
+        finish(tx).await?;
         Ok(plan.record)
     }
 
@@ -152,33 +166,31 @@ impl IndexedDbStore {
         owner: &str,
         until: f64,
     ) -> Result<bool, StoreError> {
-        let tx = self.begin_records(true).await?;
+        let db = self.db().await?;
+        let tx = begin(&db, RECORDS, TransactionMode::Readwrite)?;
         let Some(current) = get_record(&tx, thread_id).await? else {
             return Ok(false);
         };
-        match plan_renew(&current, owner, until)? {
-            Some(r) => {
-                tx.put(THREADS, &js::record_to_js(&r)?)?;
-                tx.commit().await?;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let Some(renewed) = plan_renew(&current, owner, until)? else {
+            return Ok(false);
+        };
+        put(&tx, THREADS, record_to_js(&renewed)?)?;
+        finish(tx).await?;
+        Ok(true)
     }
 
     /// Clears `owner`'s lease if the record still has it (no version bump).
     pub async fn release(&self, thread_id: &str, owner: &str) -> Result<(), StoreError> {
-        let tx = self.begin_records(true).await?;
+        let db = self.db().await?;
+        let tx = begin(&db, RECORDS, TransactionMode::Readwrite)?;
         let Some(current) = get_record(&tx, thread_id).await? else {
             return Ok(());
         };
-        match plan_release(&current, owner) {
-            Some(r) => {
-                tx.put(THREADS, &js::record_to_js(&r)?)?;
-                tx.commit().await
-            }
-            None => Ok(()),
-        }
+        let Some(released) = plan_release(&current, owner) else {
+            return Ok(());
+        };
+        put(&tx, THREADS, record_to_js(&released)?)?;
+        finish(tx).await
     }
 
     /// Up to `limit` messages before `before_seq` (exclusive; `None` = from the tail), oldest
@@ -189,7 +201,8 @@ impl IndexedDbStore {
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
-        let tx = self.begin(false).await?;
+        let db = self.db().await?;
+        let tx = begin(&db, BOTH, TransactionMode::Readonly)?;
         let Some(record) = get_record(&tx, thread_id).await? else {
             return Ok(Vec::new());
         };
@@ -199,14 +212,25 @@ impl IndexedDbStore {
         if end == start {
             return Ok(Vec::new());
         }
-        let bounds = (
-            js::row_key(thread_id, (start + 1) as f64),
-            js::row_key(thread_id, end as f64),
+        // Explicit bounds: the crate's `..b` and `..=b` ranges are swapped.
+        let range = KeyRange::Bound(
+            row_key(thread_id, (start + 1) as f64),
+            false,
+            row_key(thread_id, end as f64),
+            false,
         );
-        let values = tx.get_all(MESSAGES, Some(bounds)).await?;
+        let values = tx
+            .object_store(MESSAGES)
+            .map_err(idb)?
+            .get_all::<JsValue>()
+            .with_query::<JsValue, _>(range)
+            .primitive()
+            .map_err(idb)?
+            .await
+            .map_err(idb)?;
         let mut rows = Vec::with_capacity((end - start) as usize);
-        for (seq, value) in (start + 1..=end).zip(values.iter()) {
-            let row = js::read_row(thread_id, &value)?;
+        for (seq, value) in (start + 1..=end).zip(values) {
+            let row = read_row(thread_id, &value.map_err(idb)?)?;
             if row.seq != seq {
                 return Err(missing(thread_id, seq));
             }
@@ -221,95 +245,124 @@ impl IndexedDbStore {
     /// Every readable thread record, by id. A record that cannot be read (damaged, or not a
     /// Gatehouse record) is left out rather than failing the whole list.
     pub async fn list(&self) -> Result<Vec<ThreadRecord>, StoreError> {
-        let tx = self.begin_records(false).await?;
-        let values = tx.get_all(THREADS, None).await?;
+        let db = self.db().await?;
+        let tx = begin(&db, RECORDS, TransactionMode::Readonly)?;
+        let values = tx
+            .object_store(THREADS)
+            .map_err(idb)?
+            .get_all::<JsValue>()
+            .primitive()
+            .map_err(idb)?
+            .await
+            .map_err(idb)?;
         Ok(values
-            .iter()
             .filter_map(|v| {
+                let v = v.ok()?;
                 let id = js_sys::Reflect::get(&v, &JsValue::from_str("id"))
-                    .ok()
-                    .and_then(|id| id.as_string())?;
-                js::record_from_js(&id, v).ok()
+                    .ok()?
+                    .as_string()?;
+                record_from_js(&id, &v).ok()
             })
             .collect())
     }
 
     /// Deletes a thread: its record and all its messages, in one transaction.
     pub async fn delete(&self, thread_id: &str) -> Result<(), StoreError> {
-        let tx = self.begin(true).await?;
-        tx.delete(THREADS, &JsValue::from_str(thread_id), None)?;
-        tx.delete(
-            MESSAGES,
-            &js::row_key(thread_id, f64::NEG_INFINITY),
-            Some(&js::row_key(thread_id, f64::INFINITY)),
-        )?;
-        tx.commit().await
+        let db = self.db().await?;
+        let tx = begin(&db, BOTH, TransactionMode::Readwrite)?;
+        delete(&tx, THREADS, KeyRange::Only(JsValue::from_str(thread_id)))?;
+        let rows = KeyRange::Bound(
+            row_key(thread_id, f64::NEG_INFINITY),
+            false,
+            row_key(thread_id, f64::INFINITY),
+            false,
+        );
+        delete(&tx, MESSAGES, rows)?;
+        finish(tx).await
     }
 
     /// Deletes the database `name` (tests, "forget everything"). Open handles on it close
     /// themselves when asked; this waits until they have.
     pub async fn delete_database(name: &str) -> Result<(), StoreError> {
-        js::delete_database(name).await
+        connection::delete_database(name).await
     }
 
-    /// A transaction over both stores.
-    async fn begin(&self, readwrite: bool) -> Result<Tx, StoreError> {
-        self.begin_on(&[THREADS, MESSAGES], readwrite).await
-    }
-
-    /// A transaction over the thread records only.
-    async fn begin_records(&self, readwrite: bool) -> Result<Tx, StoreError> {
-        self.begin_on(&[THREADS], readwrite).await
-    }
-
-    /// A transaction; when the connection was closed by another one's version change, one
-    /// new connection is opened first (the database may be gone or newer: then that fails).
-    async fn begin_on(&self, stores: &[&str], readwrite: bool) -> Result<Tx, StoreError> {
-        let first = Tx::begin(&self.db.borrow(), stores, readwrite);
-        match first {
-            Err(StoreError::Unavailable(_)) => {
-                let fresh = connect(&self.name).await?;
-                js::close(&self.db.replace(fresh));
-                Tx::begin(&self.db.borrow(), stores, readwrite)
-            }
-            other => other,
+    /// The open connection. When another connection's version change (or the browser) closed
+    /// it, a new one is opened first (the database may be gone or newer by then: that fails).
+    async fn db(&self) -> Result<Database, StoreError> {
+        if self.conn.borrow().is_closed() {
+            let fresh = connection::connect(&self.name).await?;
+            drop(self.conn.replace(fresh));
         }
+        Ok(self.conn.borrow().db())
     }
 }
 
-impl Drop for IndexedDbStore {
-    fn drop(&mut self) {
-        js::close(&self.db.borrow());
-    }
+fn begin<'a>(
+    db: &'a Database,
+    stores: &[&str],
+    mode: TransactionMode,
+) -> Result<Transaction<'a>, StoreError> {
+    db.transaction(stores).with_mode(mode).build().map_err(idb)
 }
 
-/// A connection to a Gatehouse database (one with both object stores).
-async fn connect(database: &str) -> Result<JsValue, StoreError> {
-    let db = js::open(database, DB_VERSION).await?;
-    if let Some(missing) = [THREADS, MESSAGES]
-        .into_iter()
-        .find(|s| !js::has_store(&db, s))
-    {
-        js::close(&db);
-        return Err(StoreError::Unavailable(format!(
-            "database {database:?} (version {DB_VERSION}) is not a Gatehouse database: \
-             it has no {missing:?} object store"
-        )));
-    }
-    Ok(db)
+/// Commits and waits until the transaction completes. The error is the transaction's own when
+/// it has one (a quota failure at commit time aborts the transaction without a failing
+/// request), else the failing request's.
+async fn finish(tx: Transaction<'_>) -> Result<(), StoreError> {
+    let raw: web_sys::IdbTransaction = tx.as_sys().clone().into();
+    tx.commit().await.map_err(|e| match raw.error() {
+        Some(own) => from_js_value(&own),
+        None => idb(e),
+    })
 }
 
 fn missing(thread_id: &str, seq: u64) -> StoreError {
     StoreError::Corrupt(format!("message {seq} of thread {thread_id:?} is missing"))
 }
 
-async fn get_record(tx: &Tx, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
-    tx.get(THREADS, &JsValue::from_str(thread_id))
+/// Queues a delete of the keys in `keys`.
+fn delete(tx: &Transaction<'_>, store: &str, keys: KeyRange<JsValue>) -> Result<(), StoreError> {
+    let store = tx.object_store(store).map_err(idb)?;
+    drop(store.delete::<JsValue, _>(keys).primitive().map_err(idb)?);
+    Ok(())
+}
+
+/// Queues a put.
+fn put(tx: &Transaction<'_>, store: &str, value: JsValue) -> Result<(), StoreError> {
+    let store = tx.object_store(store).map_err(idb)?;
+    drop(store.put(value).primitive().map_err(idb)?);
+    Ok(())
+}
+
+async fn get(
+    tx: &Transaction<'_>,
+    store: &str,
+    key: JsValue,
+) -> Result<Option<JsValue>, StoreError> {
+    tx.object_store(store)
+        .map_err(idb)?
+        .get::<JsValue, JsValue, _>(KeyRange::Only(key))
+        .primitive()
+        .map_err(idb)?
+        .await
+        .map_err(idb)
+}
+
+async fn get_record(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+) -> Result<Option<ThreadRecord>, StoreError> {
+    get(tx, THREADS, JsValue::from_str(thread_id))
         .await?
-        .map(|v| js::record_from_js(thread_id, v))
+        .map(|v| record_from_js(thread_id, &v))
         .transpose()
 }
 
-async fn get_row(tx: &Tx, thread_id: &str, seq: u64) -> Result<Option<JsValue>, StoreError> {
-    tx.get(MESSAGES, &js::row_key(thread_id, seq as f64)).await
+async fn get_row(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+    seq: u64,
+) -> Result<Option<JsValue>, StoreError> {
+    get(tx, MESSAGES, row_key(thread_id, seq as f64)).await
 }

@@ -1,4 +1,4 @@
-//! Messages of a thread, serialized exactly as SPEC §2 says: `__id`, metadata keys in insertion
+//! Messages of a thread, serialized exactly as docs/design.md, "The thread JSON", says: `__id`, metadata keys in insertion
 //! order, `role`, `content`, `usage` (when known), then `type` and `tools` for tool messages.
 
 use super::entry::ToolEntry;

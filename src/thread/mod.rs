@@ -1,4 +1,4 @@
-//! The thread JSON: the documented shape of messages and tool entries (SPEC §2).
+//! The thread JSON: the documented shape of messages and tool entries (docs/design.md, "The thread JSON").
 
 mod entry;
 mod id;

@@ -19,7 +19,7 @@ use crate::thread::{Message, MessageKind, Role, ToolEntry};
 use serde_json::Value;
 
 pub const DEMO_PREFIX: &str = "(demo) ";
-/// How the engine's result text for a rejected call starts (SPEC §3.4).
+/// How the engine's result text for a rejected call starts (docs/design.md, "Approval semantics").
 const REJECTED: &str = "TOOL NOT EXECUTED";
 /// Name words too common to mean that tool.
 const GENERIC: &[&str] = &[
