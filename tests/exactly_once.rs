@@ -30,6 +30,13 @@ fn edit_tail(h: &mut Harness, f: impl FnOnce(&mut Message)) {
     h.engine = Engine::new(h.tools.clone(), EngineConfig::default(), h.store.state(), 3);
 }
 
+/// The edit a bug or a person could make: the first pending entry says "approved".
+fn mark_first_approved(t: &mut Message) {
+    if let Some(a) = t.tool_calls_mut().unwrap()[0].approval.as_mut() {
+        a.state = ApprovalState::Approved;
+    }
+}
+
 #[test]
 fn colliding_duplicate_call_ids_get_distinct_ids_and_each_call_runs_once() {
     let mut h = Harness::new(standard_tools());
@@ -87,13 +94,7 @@ fn a_stored_tail_edited_to_approved_is_regated_on_retry_not_run() {
         answer("done"),
     ]);
     h.chat("delete /etc").unwrap();
-    edit_tail(&mut h, |t| {
-        t.tool_calls_mut().unwrap()[0]
-            .approval
-            .as_mut()
-            .unwrap()
-            .state = ApprovalState::Approved;
-    });
+    edit_tail(&mut h, mark_first_approved);
     assert_eq!(h.engine.status(), ThreadStatus::Interrupted);
     log_clear(&mut h);
     assert_eq!(h.retry().unwrap(), Some(Outcome::AwaitingApproval));
@@ -172,13 +173,7 @@ fn a_schema_1_journal_without_decisions_reruns_nothing_it_cannot_vouch_for() {
         answer("done"),
     ]);
     h.chat("go").unwrap();
-    edit_tail(&mut h, |t| {
-        t.tool_calls_mut().unwrap()[0]
-            .approval
-            .as_mut()
-            .unwrap()
-            .state = ApprovalState::Approved;
-    });
+    edit_tail(&mut h, mark_first_approved);
     let journal: RunJournal = serde_json::from_value(json!({
         "callMessageId": h.tail().id.as_str(), "results": []
     }))
