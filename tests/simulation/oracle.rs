@@ -389,18 +389,22 @@ impl Sim {
         }
     }
 
-    /// The write that replaced a crashed run's `started` mark must recover the call: re-gate it
-    /// with the SDK's explanation, or (idempotent) clear the mark so it runs again.
-    fn check_recovered(&mut self, key: &Key, record: &ThreadRecord) {
-        let entry = self
-            .ghost
+    /// The entry of call `key` in the mirrored thread (the newest message with that id).
+    fn mirror_entry(&self, key: &Key) -> Option<ToolEntry> {
+        self.ghost
             .mirror
             .iter()
             .rev()
             .find(|m| m.id.as_str() == key.0)
             .and_then(|m| m.tool_calls())
             .and_then(|c| c.iter().find(|e| e.call_id == key.1))
-            .cloned();
+            .cloned()
+    }
+
+    /// The write that replaced a crashed run's `started` mark must recover the call: re-gate it
+    /// with the SDK's explanation, or (idempotent) clear the mark so it runs again.
+    fn check_recovered(&mut self, key: &Key, record: &ThreadRecord) {
+        let entry = self.mirror_entry(key);
         let idempotent = entry
             .as_ref()
             .and_then(|e| self.tools.get(&e.name))
@@ -556,15 +560,7 @@ impl Sim {
         if idx.is_empty() {
             return;
         }
-        let entry = self
-            .ghost
-            .mirror
-            .iter()
-            .rev()
-            .find(|m| m.id.as_str() == key.0)
-            .and_then(|m| m.tool_calls())
-            .and_then(|c| c.iter().find(|e| e.call_id == key.1))
-            .cloned();
+        let entry = self.mirror_entry(key);
         let Some(entry) = entry else {
             return self.fail(3, format!("the executed call {key:?} is not in the thread"));
         };
