@@ -25,7 +25,7 @@ for arg in "$@"; do
   esac
 done
 
-release_wasm=target/wasm32-unknown-unknown/release/gatehouse.wasm
+release_wasm=target/pkg/wasm32-unknown-unknown/release/gatehouse.wasm   # scripts/build-pkg.sh
 if [ "$build" = 1 ]; then
   ./scripts/build-pkg.sh >/dev/null
 elif [ ! -f pkg/gatehouse_bg.wasm ] || [ ! -f "$release_wasm" ]; then
