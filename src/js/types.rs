@@ -148,9 +148,8 @@ export interface ToolPolicyUpdate { enabled?: boolean | null; autoApprove?: bool
 export interface ThreadSummary {
   threadId: string; title: string | null; messageCount: number; createdAt: number;
   updatedAt: number;
-  /** From the thread record alone: `"waiting"` = tool results awaited or a run to `retry()`;
-   *  `"running"` = an agent (in any tab) is running it now. */
-  status: "idle" | "awaiting_approval" | "waiting" | "running";
+  /** What `agent.status()` would say, read from the thread record alone. */
+  status: ThreadStatus;
 }
 
 export type GatehouseErrorCode =
