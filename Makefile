@@ -40,10 +40,12 @@ check-wasm:
 pkg:
 	./scripts/build-pkg.sh
 
-# The .d.ts as users see it: a usage file and every golden JSON fixture, through tsc --strict.
+# The .d.ts as users see it: a usage file, what must and must not compile (strict.ts), and every
+# golden JSON fixture, through tsc --strict; no wasm internals in any shipped .d.ts.
 test-types: pkg
 	node tests/types/gen-fixtures.mjs
 	npx tsc -p tests/types
+	@if grep -lE 'wasm_bindgen__|__wbindgen|__wbg_' pkg/*.d.ts; then echo "wasm internals in the shipped types"; exit 1; fi
 	@echo "types: ok"
 
 test-model-server:
