@@ -199,7 +199,8 @@ pub(super) fn shrink_message_results(m: &mut Message, max_len: usize) -> bool {
 }
 
 /// Where a thread stands, derived from its state alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Stored by name (`as_str`) in the thread record, read back leniently with `parse`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ThreadStatus {
     /// Nothing waits; a new message may be sent.
