@@ -199,9 +199,8 @@ pub(super) fn shrink_message_results(m: &mut Message, max_len: usize) -> bool {
 }
 
 /// Where a thread stands, derived from its state alone.
-/// Stored by name (`as_str`) in the thread record, read back leniently with `parse`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// Stored by name (`as_str`) in the thread record, read back with `parse`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThreadStatus {
     /// Nothing waits; a new message may be sent.
     Idle,

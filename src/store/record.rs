@@ -39,15 +39,11 @@ pub struct ThreadRecord {
     #[serde(default)]
     pub pending_approvals: u32,
     /// Where the thread stood after its last write, as the engine that wrote it saw it
-    /// (`Agent.status()` without `"running"`), for thread lists. Absent in records written
-    /// before it was added (see [`ThreadRecord::status`]); a value this release does not know
-    /// reads as absent.
-    #[serde(
-        default,
-        deserialize_with = "known_status",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub status: Option<ThreadStatus>,
+    /// (`ThreadStatus::as_str`: `Agent.status()` without `"running"`), for thread lists.
+    /// Absent in records written before it was added, and a value this release does not know
+    /// is read as absent (see [`ThreadRecord::status`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
     /// The agent running this thread now, if any (docs/design.md, "Run ownership").
     pub lease: Option<Lease>,
 }
@@ -76,7 +72,7 @@ impl ThreadRecord {
     /// call cut off mid-run, a run waiting for results. Such a record cannot tell an unanswered
     /// message from an answered one, and says `Idle` until its next write.
     pub fn status(&self) -> ThreadStatus {
-        if let Some(s) = self.status {
+        if let Some(s) = self.status.as_deref().and_then(ThreadStatus::parse) {
             return s;
         }
         match &self.run {
@@ -86,11 +82,6 @@ impl ThreadRecord {
             None => ThreadStatus::Idle,
         }
     }
-}
-
-fn known_status<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ThreadStatus>, D::Error> {
-    let text: Option<String> = Deserialize::deserialize(d)?;
-    Ok(text.as_deref().and_then(ThreadStatus::parse))
 }
 
 /// What loading a thread reads: its record and its tail message, nothing else.
@@ -283,7 +274,7 @@ pub fn plan_commit(
             .map_or(0, |t| t.iter().filter(|e| e.is_pending()).count());
         record.pending_approvals = pending as u32;
     }
-    record.status = Some(commit.status);
+    record.status = Some(commit.status.as_str().to_owned());
     record.version += 1;
     record.schema_version = SCHEMA_VERSION;
     record.updated_at = now_ms;

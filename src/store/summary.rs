@@ -115,7 +115,7 @@ mod tests {
             ),
             (ThreadStatus::Interrupted, SummaryStatus::Interrupted),
         ] {
-            r.status = Some(stored);
+            r.status = Some(stored.as_str().into());
             assert_eq!(status(&r), listed);
             // Serialized as `Agent.status()` spells it.
             assert_eq!(
@@ -125,7 +125,7 @@ mod tests {
         }
         // An unanswered message has no run journal and no pending approval: only the stored
         // status tells it from an answered one.
-        r.status = Some(ThreadStatus::Interrupted);
+        r.status = Some("interrupted".into());
         assert!(r.run.is_none() && r.pending_approvals == 0);
         assert_eq!(status(&r), SummaryStatus::Interrupted);
     }
@@ -156,16 +156,16 @@ mod tests {
         let mut json = serde_json::to_value(record("t", 5.0)).unwrap();
         json["status"] = "paused_by_a_newer_release".into();
         let r: ThreadRecord = serde_json::from_value(json.clone()).unwrap();
-        assert_eq!(r.status, None);
+        assert_eq!(r.status(), ThreadStatus::Idle, "as if absent");
         json["status"] = "interrupted".into();
         let r: ThreadRecord = serde_json::from_value(json).unwrap();
-        assert_eq!(r.status, Some(ThreadStatus::Interrupted));
+        assert_eq!(r.status(), ThreadStatus::Interrupted);
     }
 
     #[test]
     fn running_is_judged_by_the_lock_or_the_lease_expiry() {
         let mut r = record("t", 5.0);
-        r.status = Some(ThreadStatus::AwaitingApproval);
+        r.status = Some("awaiting_approval".into());
         r.lease = lease(true, 0.0);
         assert!(needs_probe(&r));
         let status = |r: &ThreadRecord, probe| ThreadSummary::new(r, probe, 10.0).status;
