@@ -5,14 +5,22 @@ SHELL := /bin/bash
 WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 	CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=300
 
-.PHONY: test setup test-native check-core-pure check-wasm pkg test-types test-model-server \
+.PHONY: test setup setup-build setup-browser test-native check-core-pure check-wasm pkg test-types test-model-server \
 	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
 	test-node test-browser-store test-browser test-demo test-package
 
-setup:
+setup: setup-build setup-browser
+
+# What building the package needs: the wasm target, the wasm-bindgen CLI, the npm packages
+# (binaryen's wasm-opt). No browser, no root.
+setup-build:
 	./scripts/setup-rust.sh
+	./scripts/setup-npm.sh
+
+# What only the tests need: Chromium and ChromeDriver (apt, as root).
+setup-browser:
 	./scripts/setup-browser.sh
 
 test-native:
@@ -32,10 +40,12 @@ check-wasm:
 pkg:
 	./scripts/build-pkg.sh
 
-# The .d.ts as users see it: a usage file and every golden JSON fixture, through tsc --strict.
+# The .d.ts as users see it: a usage file, what must and must not compile (strict.ts), and every
+# golden JSON fixture, through tsc --strict; no wasm internals in any shipped .d.ts.
 test-types: pkg
 	node tests/types/gen-fixtures.mjs
 	npx tsc -p tests/types
+	@if grep -lE 'wasm_bindgen__|__wbindgen|__wbg_' pkg/*.d.ts; then echo "wasm internals in the shipped types"; exit 1; fi
 	@echo "types: ok"
 
 test-model-server:
@@ -57,8 +67,8 @@ test-browser: pkg
 test-demo: pkg
 	node tests/demo/run.mjs
 
-# Builds everything and serves the demo chat (PORT=8080 by default).
-demo: setup pkg
+# Builds the package and serves the demo chat (PORT=8080 by default); installs no browser.
+demo: setup-build pkg
 	./scripts/serve-demo.sh
 
 # The packed tarball installed into a Vite app and a plain page, a chat with an approval in each.

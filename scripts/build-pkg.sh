@@ -45,13 +45,28 @@ wasm_opt_flags=(-Oz --converge --low-memory-unused
   --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
   --enable-mutable-globals --enable-reference-types --enable-multivalue)
 node_modules/.bin/wasm-opt pkg/gatehouse_bg.wasm "${wasm_opt_flags[@]}" -o pkg/gatehouse_bg.wasm
-# The generated class has [Symbol.dispose](): keep TypeScript users on older `lib`s compiling.
-sed -i '1i /// <reference lib="esnext.disposable" />' pkg/gatehouse.d.ts
-cp pkg-template/package.json pkg-template/README.md pkg/
+# wasm-bindgen's module becomes gatehouse_wasm.js (the wasm keeps its name: the module finds
+# it by URL in the same folder), behind the hand-written entry gatehouse.js, which imports
+# the error class from its snippet (a hashed path, filled in here).
+mv pkg/gatehouse.js pkg/gatehouse_wasm.js
+mv pkg/gatehouse.d.ts pkg/gatehouse_wasm.d.ts
+rm pkg/gatehouse_bg.wasm.d.ts # the wasm's raw exports: nothing for users
+# The generated d.ts ends with init/initSync and `InitOutput`, the wasm's raw exports
+# (mangled closure names): the entry's d.ts declares init and initSync instead.
+sed -i '/^export type InitInput/,$d' pkg/gatehouse_wasm.d.ts
+sed -i '1i /// <reference lib="esnext.disposable" />' pkg/gatehouse_wasm.d.ts
+error_module=$(cd pkg && ls snippets/*/src/js/error.js)
+sed "s|__ERROR_MODULE__|./$error_module|" pkg-template/gatehouse.js > pkg/gatehouse.js
+cp pkg-template/gatehouse.d.ts pkg-template/package.json pkg-template/README.md LICENSE pkg/
 version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
 sed -i "s/\"version\": \"[^\"]*\"/\"version\": \"$version\"/" pkg/package.json
 
 size() { printf '%-24s %8d B raw %8d B gzip -9\n' "$1" "$(wc -c < "$2")" "$(gzip -9 -c "$2" | wc -c)"; }
+# What a page downloads: the wasm, and the JS modules (the entry, wasm-bindgen's module and
+# its snippets) measured together, as a bundler would serve them.
+js=$(mktemp)
+cat pkg/gatehouse.js pkg/gatehouse_wasm.js $(find pkg/snippets -name '*.js' | sort) > "$js"
 echo "package sizes:"
 size gatehouse_bg.wasm pkg/gatehouse_bg.wasm
-size gatehouse.js pkg/gatehouse.js
+size "JS (all modules)" "$js"
+rm -f "$js"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the browser tests need, idempotently: Debian's Chromium and ChromeDriver, and
-# the npm packages of package-lock.json (playwright-core, typescript, vite, binaryen's wasm-opt).
+# Installs what the browser tests need and building does not, idempotently: Debian's Chromium
+# and ChromeDriver (needs root). `make demo` does not run it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,14 +12,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-
-# npm packages only when the lock file changed since the last install.
-stamp=node_modules/.lock-stamp
-if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
-  # Not `npm ci`: the registry here lacks an optional, platform-only dependency of vite
-  # (napi-windows-process-start-time), which `npm ci` refuses; `npm install` follows the
-  # lock file and skips the missing optional package.
-  npm install --no-audit --no-fund --loglevel=error
-  cp package-lock.json "$stamp"
 fi

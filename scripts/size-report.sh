@@ -41,7 +41,7 @@ if [ "$have_brotli" = 1 ]; then
 else
   printf '%-24s %9s %9s   (brotli CLI not found: apt-get install brotli)\n' file raw gzip-9
 fi
-for f in gatehouse_bg.wasm gatehouse.js gatehouse.d.ts; do
+for f in gatehouse_bg.wasm gatehouse.js gatehouse_wasm.js gatehouse.d.ts gatehouse_wasm.d.ts; do
   [ -f "pkg/$f" ] || continue
   raw=$(wc -c <"pkg/$f")
   gz=$(gzip -9 -c "pkg/$f" | wc -c)

@@ -8,7 +8,7 @@
 //! --target wasm32-unknown-unknown --test browser_store` (add `-- --nocapture` for timings).
 #![cfg(target_arch = "wasm32")]
 
-use gatehouse::engine::{CallResult, Commit, RunJournal, ToolPolicies, ToolPolicy};
+use gatehouse::engine::{CallResult, Commit, RunJournal, ThreadStatus, ToolPolicies, ToolPolicy};
 use gatehouse::store::{
     IndexedDbStore, MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord, Writer,
 };
@@ -61,6 +61,7 @@ fn append(msgs: Vec<Message>) -> Commit {
         append: msgs,
         run: None,
         policies: ToolPolicies::new(),
+        status: ThreadStatus::Idle,
     }
 }
 
@@ -557,7 +558,7 @@ async fn the_stored_shape_is_the_documented_one() {
         .unwrap();
     assert_eq!(
         stringify(&record),
-        r#"{"id":"a","schemaVersion":2,"version":1,"createdAt":1,"updatedAt":1,"messageCount":1,"title":"hello","policies":{},"run":null,"pendingApprovals":0,"lease":null}"#
+        r#"{"id":"a","schemaVersion":2,"version":1,"createdAt":1,"updatedAt":1,"messageCount":1,"title":"hello","policies":{},"run":null,"pendingApprovals":0,"status":"idle","lease":null}"#
     );
     let row = raw_get(&db, "messages", row_key("a", 1.0)).await.unwrap();
     let seq = js_sys::Reflect::get(&row, &JsValue::from_str("seq")).unwrap();

@@ -41,6 +41,23 @@ fn a_turn_without_tools_is_one_user_and_one_assistant_message() {
 }
 
 #[test]
+fn a_failed_model_call_leaves_the_record_saying_interrupted() {
+    let mut h = Harness::new(standard_tools());
+    assert_eq!(h.chat("Hi").unwrap(), None);
+    assert_eq!(
+        log(&mut h),
+        ["persist(+user)", "call_model", "model_failed"]
+    );
+    // No run journal and no pending approval: only the stored status tells a thread list
+    // that the message is unanswered.
+    assert!(h.store.run.is_none());
+    assert_eq!(h.store.status, Some(ThreadStatus::Interrupted));
+    h.script([answer("Hello!")]);
+    assert_eq!(h.retry().unwrap(), COMPLETED);
+    assert_eq!(h.store.status, Some(ThreadStatus::Idle));
+}
+
+#[test]
 fn approve_all_runs_the_tool_and_calls_the_model_again() {
     let mut h = Harness::new(standard_tools());
     h.script([
@@ -982,12 +999,14 @@ fn merged_commits_rewrite_the_message_they_follow() {
         append: vec![Message::user_text(MessageId::from_number(1), "a")],
         run: None,
         policies: Default::default(),
+        status: ThreadStatus::Interrupted,
     };
     let next = Commit {
         replace_tail: Some(Message::user_text(MessageId::from_number(1), "a, edited")),
         append: vec![Message::user_text(MessageId::from_number(2), "b")],
         run: Some(RunJournal::new(MessageId::from_number(2))),
         policies: Default::default(),
+        status: ThreadStatus::AwaitingToolResults,
     };
     let c = base.then(next);
     assert!(c.replace_tail.is_none());
@@ -996,4 +1015,5 @@ fn merged_commits_rewrite_the_message_they_follow() {
         ["a, edited", "b"]
     );
     assert!(c.run.is_some());
+    assert_eq!(c.status, ThreadStatus::AwaitingToolResults);
 }

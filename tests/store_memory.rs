@@ -1,7 +1,7 @@
 //! The store's commit rule (shared by the IndexedDB store) on the memory store: versions,
 //! conflicts, tail rewrites, paging, and reading frozen records of every schema version.
 
-use gatehouse::engine::{Commit, RunJournal, ToolPolicies, ToolPolicy};
+use gatehouse::engine::{Commit, RunJournal, ThreadStatus, ToolPolicies, ToolPolicy};
 use gatehouse::store::{MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord, Writer};
 use gatehouse::thread::{Message, MessageId};
 
@@ -20,6 +20,7 @@ fn append(msgs: Vec<Message>) -> Commit {
         append: msgs,
         run: None,
         policies: ToolPolicies::new(),
+        status: ThreadStatus::Idle,
     }
 }
 

@@ -3,7 +3,7 @@
 //! refused writes while another agent's lease is live, takeovers, renewals; records of a newer
 //! release and a lowered message count refused.
 
-use gatehouse::engine::{Commit, ToolPolicies};
+use gatehouse::engine::{Commit, ThreadStatus, ToolPolicies};
 use gatehouse::store::{
     Admission, LEASE_MS, Lease, LockAttempt, LockProbe, MemoryStore, SCHEMA_VERSION, StoreError,
     Stored, ThreadRecord, Writer, admit, must_recover, plan_commit,
@@ -20,6 +20,7 @@ fn append(n: u64) -> Commit {
         append: vec![msg(n, "hi")],
         run: None,
         policies: ToolPolicies::new(),
+        status: ThreadStatus::Idle,
     }
 }
 

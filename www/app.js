@@ -123,7 +123,8 @@ function renderThreads() {
     const meta = h('span', { class: 'thread-meta' },
       t.draft ? 'not started' : relTime(t.updatedAt),
       t.status === 'awaiting_approval' ? h('span', { class: 'thread-waiting' }, 'needs approval')
-        : t.status === 'waiting' ? h('span', { class: 'thread-waiting' }, 'unfinished') : null);
+        : t.status === 'awaiting_tool_results' || t.status === 'interrupted'
+          ? h('span', { class: 'thread-waiting' }, 'unfinished') : null);
     const open = h('button', {
       type: 'button', class: 'thread-open', title: t.title || 'New thread',
       onclick: () => { if (!current) openThread(t.threadId); else closeMenu(); },

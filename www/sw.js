@@ -25,19 +25,23 @@ const FILES = [
   './article.html',
   './article.css',
   '../pkg/gatehouse.js',
+  '../pkg/gatehouse_wasm.js',
   '../pkg/gatehouse_bg.wasm',
 ];
 const URLS = FILES.map((f) => new URL(f, self.registration.scope).href);
 const KNOWN = new Set(URLS);
 const PKG = new URL('../pkg/', self.registration.scope).href;
 
-/** The SDK's JS glue imports small snippet modules (`./snippets/<crate-hash>/inline0.js`)
- *  whose path changes between builds: find them in the glue itself. */
+/** The SDK's modules import small snippet modules (`./snippets/<crate-hash>/inline0.js`)
+ *  whose path changes between builds: find them in the modules themselves. */
 async function snippetUrls() {
-  const res = await fetch(new URL('gatehouse.js', PKG).href, { cache: 'no-store' });
-  const text = await res.text();
-  // The glue may import one snippet twice (named and `* as`): cache.addAll refuses duplicates.
-  const found = [...text.matchAll(/from ['"](\.\/snippets\/[^'"]+)['"]/g)].map((m) => new URL(m[1], PKG).href);
+  const found = [];
+  for (const module of ['gatehouse.js', 'gatehouse_wasm.js']) {
+    const res = await fetch(new URL(module, PKG).href, { cache: 'no-store' });
+    const text = await res.text();
+    found.push(...[...text.matchAll(/from ['"](\.\/snippets\/[^'"]+)['"]/g)].map((m) => new URL(m[1], PKG).href));
+  }
+  // A module may import one snippet twice (named and `* as`): cache.addAll refuses duplicates.
   return [...new Set(found)];
 }
 

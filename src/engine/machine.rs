@@ -753,11 +753,13 @@ impl Engine {
     }
 
     fn persist(&mut self, replace_tail: Option<Message>, append: Vec<Message>) {
+        let status = self.status();
         self.outbox.push_back(Step::Persist(Commit {
             replace_tail,
             append,
             run: self.state.run.clone(),
             policies: self.state.policies.clone(),
+            status,
         }));
     }
 

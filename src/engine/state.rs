@@ -148,6 +148,10 @@ pub struct Commit {
     pub run: Option<RunJournal>,
     /// The policies after this write.
     pub policies: ToolPolicies,
+    /// Where the thread stands after this write, as the engine that made it sees it (it
+    /// knows which tools are external). Stored in the record, so a thread list can tell an
+    /// unanswered message from an answered one without reading messages.
+    pub status: ThreadStatus,
 }
 
 impl Commit {
@@ -163,6 +167,7 @@ impl Commit {
         self.append.extend(next.append);
         self.run = next.run;
         self.policies = next.policies;
+        self.status = next.status;
         self
     }
 }
@@ -194,6 +199,7 @@ pub(super) fn shrink_message_results(m: &mut Message, max_len: usize) -> bool {
 }
 
 /// Where a thread stands, derived from its state alone.
+/// Stored by name (`as_str`) in the thread record, read back with `parse`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThreadStatus {
     /// Nothing waits; a new message may be sent.
@@ -215,5 +221,17 @@ impl ThreadStatus {
             ThreadStatus::AwaitingToolResults => "awaiting_tool_results",
             ThreadStatus::Interrupted => "interrupted",
         }
+    }
+
+    /// The inverse of [`ThreadStatus::as_str`]; `None` for any other text.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            ThreadStatus::Idle,
+            ThreadStatus::AwaitingApproval,
+            ThreadStatus::AwaitingToolResults,
+            ThreadStatus::Interrupted,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
     }
 }

@@ -24,6 +24,8 @@ fn err(e: AgentError) -> JsValue {
     to_js_error(&e)
 }
 
+// An async method's `unchecked_return_type` is what its promise resolves to: wasm-bindgen
+// writes `Promise<…>` around it.
 #[wasm_bindgen]
 impl Agent {
     /// Opens (or creates) a thread: reads its record and tail, and re-gates a tool call whose
@@ -60,10 +62,10 @@ impl Agent {
     }
 
     /// Sends a user message and runs until the model answers or a tool call waits.
-    #[wasm_bindgen(unchecked_return_type = "Promise<AgentState>")]
+    #[wasm_bindgen(unchecked_return_type = "AgentState")]
     pub async fn chat(
         &self,
-        message: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] message: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
     ) -> Result<JsValue, JsValue> {
         let text = message
@@ -77,7 +79,7 @@ impl Agent {
     }
 
     /// Decisions keyed by callId: `"approve"`, `"reject"` or `["reject", "reason"]`.
-    #[wasm_bindgen(js_name = submitDecisions, unchecked_return_type = "Promise<AgentState>")]
+    #[wasm_bindgen(js_name = submitDecisions, unchecked_return_type = "AgentState")]
     pub async fn submit_decisions(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Decisions")] decisions: JsValue,
@@ -87,7 +89,7 @@ impl Agent {
     }
 
     /// Outputs of external tools (tools without `execute`), keyed by callId.
-    #[wasm_bindgen(js_name = submitToolResults, unchecked_return_type = "Promise<AgentState>")]
+    #[wasm_bindgen(js_name = submitToolResults, unchecked_return_type = "AgentState")]
     pub async fn submit_tool_results(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Record<string, unknown>")] results: JsValue,
@@ -98,7 +100,7 @@ impl Agent {
 
     /// Continues an unanswered turn (after a network error) or an interrupted run, without
     /// adding a message.
-    #[wasm_bindgen(unchecked_return_type = "Promise<AgentState>")]
+    #[wasm_bindgen(unchecked_return_type = "AgentState")]
     pub async fn retry(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
@@ -108,7 +110,7 @@ impl Agent {
 
     /// The documented one-endpoint form: `{ message }`, `{ decisions }` or `{ toolResults }`.
     /// A conflict resolves to `{ status: "conflict", error }` instead of throwing.
-    #[wasm_bindgen(unchecked_return_type = "Promise<AgentState | ConflictState>")]
+    #[wasm_bindgen(unchecked_return_type = "AgentState | ConflictState")]
     pub async fn handle(
         &self,
         #[wasm_bindgen(unchecked_param_type = "HandleBody")] body: JsValue,
@@ -166,7 +168,7 @@ impl Agent {
 
     /// The thread, oldest first. With `{ limit, beforeIndex }` one page of it (indexes are
     /// 0-based positions in the thread), read without loading the rest.
-    #[wasm_bindgen(unchecked_return_type = "Promise<Message[]>")]
+    #[wasm_bindgen(unchecked_return_type = "Message[]")]
     pub async fn messages(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "MessagesOptions")] options: JsValue,
@@ -195,7 +197,7 @@ impl Agent {
 
     /// Sets this thread's policy for one tool: `{ enabled?, autoApprove? }`; `null` resets a
     /// field to the tool's default. Persisted with the thread, inherited by no other thread.
-    #[wasm_bindgen(js_name = setToolPolicy, unchecked_return_type = "Promise<void>")]
+    #[wasm_bindgen(js_name = setToolPolicy)]
     pub async fn set_tool_policy(
         &self,
         name: String,
@@ -231,7 +233,6 @@ impl Agent {
     }
 
     /// Re-reads the thread from storage (after another tab changed it).
-    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub async fn refresh(&self) -> Result<(), JsValue> {
         if driver::running_here(&self.s.borrow()) || self.s.borrow().engine.is_running() {
             return Err(err(AgentError::Engine(EngineError::Busy(
@@ -242,7 +243,7 @@ impl Agent {
     }
 
     /// Threads stored in a database, newest first.
-    #[wasm_bindgen(js_name = listThreads, unchecked_return_type = "Promise<ThreadSummary[]>")]
+    #[wasm_bindgen(js_name = listThreads, unchecked_return_type = "ThreadSummary[]")]
     pub async fn list_threads(
         #[wasm_bindgen(unchecked_optional_param_type = "StorageOptions")] storage: JsValue,
     ) -> Result<JsValue, JsValue> {
@@ -252,7 +253,7 @@ impl Agent {
     }
 
     /// Deletes a thread and its messages.
-    #[wasm_bindgen(js_name = deleteThread, unchecked_return_type = "Promise<void>")]
+    #[wasm_bindgen(js_name = deleteThread)]
     pub async fn delete_thread(
         thread_id: String,
         #[wasm_bindgen(unchecked_optional_param_type = "StorageOptions")] storage: JsValue,

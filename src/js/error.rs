@@ -1,19 +1,27 @@
-//! The one place Rust errors become JS errors: a real `Error` with `name === "GatehouseError"`,
-//! a stable `code`, `retryable`, and details where they exist (`status`, `body`, `callId`).
+//! The one place Rust errors become JS errors: a `GatehouseError` (an `Error` subclass
+//! exported by the package, `name === "GatehouseError"`) with a stable `code`, `retryable`,
+//! and details where they exist (`status`, `body`, `callId`).
 
 use crate::driver::error::AgentError;
 use crate::providers::ProviderError;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
+use wasm_bindgen::prelude::wasm_bindgen;
+
+#[wasm_bindgen(module = "/src/js/error.js")]
+extern "C" {
+    #[wasm_bindgen(extends = js_sys::Error)]
+    type GatehouseError;
+
+    #[wasm_bindgen(constructor)]
+    fn new(code: &str, message: &str, retryable: bool) -> GatehouseError;
+}
 
 pub fn to_js_error(e: &AgentError) -> JsValue {
-    let err = js_sys::Error::new(&e.to_string());
-    err.set_name("GatehouseError");
+    let err = GatehouseError::new(e.code(), &e.to_string(), e.retryable());
     let set = |k: &str, v: JsValue| {
         let _ = Reflect::set(&err, &k.into(), &v);
     };
-    set("code", e.code().into());
-    set("retryable", e.retryable().into());
     if let Some(id) = e.call_id() {
         set("callId", id.into());
     }

@@ -71,6 +71,7 @@ export type HandleBody =
 
 export interface ToolContext { callId: string; threadId: string; signal?: AbortSignal; }
 
+/** A tool. `I` is the type of its inputs: `defineTool` infers it from `parameters`. */
 export interface Tool<I = any> {
   name: string;
   description?: string;
@@ -148,18 +149,25 @@ export interface ToolPolicyUpdate { enabled?: boolean | null; autoApprove?: bool
 export interface ThreadSummary {
   threadId: string; title: string | null; messageCount: number; createdAt: number;
   updatedAt: number;
-  /** From the thread record alone: `"waiting"` = tool results awaited or a run to `retry()`;
-   *  `"running"` = an agent (in any tab) is running it now. */
-  status: "idle" | "awaiting_approval" | "waiting" | "running";
+  /** What `agent.status()` would say, read from the thread record alone. */
+  status: ThreadStatus;
 }
 
+/** The `code` of a `GatehouseError`: the Rust errors' codes (`AgentError::code`), then the
+ *  lifecycle codes of the package entry (`disposed`, `not_initialized`). */
 export type GatehouseErrorCode =
   | "conflict" | "not_suspended" | "invalid_decision" | "invalid_tool_results"
   | "unknown_call_id" | "busy" | "network" | "provider" | "storage" | "invalid_config"
-  | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal";
-/** Every error the SDK throws: `e.name === "GatehouseError"`. */
-export interface GatehouseError extends Error {
-  name: "GatehouseError"; code: GatehouseErrorCode; retryable: boolean;
-  status?: number; body?: string; retryAfter?: string; callId?: string;
+  | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal"
+  | "disposed" | "not_initialized";
+
+/** Added to the class by the package entry (gatehouse.js). */
+export interface Agent {
+  /** Releases the agent. A call that is running finishes first (its promise settles as
+   *  usual); the agent is released then, and the promise returned resolves. Every call made
+   *  after `dispose()` fails with a `GatehouseError` `"disposed"`. Calling it again is a no-op.
+   *  `free()` and `[Symbol.dispose]()` do the same without returning the promise. */
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 "#;

@@ -3,7 +3,7 @@
 //! the memory store plan their writes with [`plan_commit`], so they behave the same.
 
 use super::ownership::{Lease, Writer};
-use crate::engine::{Commit, RunJournal, ThreadState, ToolPolicies};
+use crate::engine::{Commit, RunJournal, ThreadState, ThreadStatus, ToolPolicies};
 use crate::thread::Message;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -38,6 +38,12 @@ pub struct ThreadRecord {
     /// written after 0.1.0; absent in older ones (read as 0).
     #[serde(default)]
     pub pending_approvals: u32,
+    /// Where the thread stood after its last write, as the engine that wrote it saw it
+    /// (`ThreadStatus::as_str`: `Agent.status()` without `"running"`), for thread lists.
+    /// Absent in records written before it was added, and a value this release does not know
+    /// is read as absent (see [`ThreadRecord::status`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
     /// The agent running this thread now, if any (docs/design.md, "Run ownership").
     pub lease: Option<Lease>,
 }
@@ -56,7 +62,24 @@ impl ThreadRecord {
             policies: ToolPolicies::new(),
             run: None,
             pending_approvals: 0,
+            status: None,
             lease: None,
+        }
+    }
+
+    /// Where the thread stands, from the record alone: the stored status, else (a record
+    /// written before it was stored) the closest reading of the rest: pending approvals, a
+    /// call cut off mid-run, a run waiting for results. Such a record cannot tell an unanswered
+    /// message from an answered one, and says `Idle` until its next write.
+    pub fn status(&self) -> ThreadStatus {
+        if let Some(s) = self.status.as_deref().and_then(ThreadStatus::parse) {
+            return s;
+        }
+        match &self.run {
+            _ if self.pending_approvals > 0 => ThreadStatus::AwaitingApproval,
+            Some(run) if run.started.is_some() => ThreadStatus::Interrupted,
+            Some(_) => ThreadStatus::AwaitingToolResults,
+            None => ThreadStatus::Idle,
         }
     }
 }
@@ -251,6 +274,7 @@ pub fn plan_commit(
             .map_or(0, |t| t.iter().filter(|e| e.is_pending()).count());
         record.pending_approvals = pending as u32;
     }
+    record.status = Some(commit.status.as_str().to_owned());
     record.version += 1;
     record.schema_version = SCHEMA_VERSION;
     record.updated_at = now_ms;

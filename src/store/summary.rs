@@ -2,6 +2,7 @@
 
 use super::ownership::{LockProbe, Owner, judge};
 use super::record::ThreadRecord;
+use crate::engine::ThreadStatus;
 use serde::Serialize;
 
 /// A thread in a thread list.
@@ -16,15 +17,29 @@ pub struct ThreadSummary {
     pub status: SummaryStatus,
 }
 
+/// The values of `Agent.status()`: a thread list and an open agent say the same thing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SummaryStatus {
     Idle,
     AwaitingApproval,
-    /// Tool results are awaited, or a run was cut off and waits for `retry()`.
-    Waiting,
+    AwaitingToolResults,
+    /// The last message is unanswered (a failed model call, a stop) or a run was cut off:
+    /// `retry()` continues it.
+    Interrupted,
     /// An agent (in any tab) runs the thread now.
     Running,
+}
+
+impl From<ThreadStatus> for SummaryStatus {
+    fn from(s: ThreadStatus) -> Self {
+        match s {
+            ThreadStatus::Idle => SummaryStatus::Idle,
+            ThreadStatus::AwaitingApproval => SummaryStatus::AwaitingApproval,
+            ThreadStatus::AwaitingToolResults => SummaryStatus::AwaitingToolResults,
+            ThreadStatus::Interrupted => SummaryStatus::Interrupted,
+        }
+    }
 }
 
 impl ThreadSummary {
@@ -38,12 +53,8 @@ impl ThreadSummary {
         );
         let status = if running {
             SummaryStatus::Running
-        } else if record.pending_approvals > 0 {
-            SummaryStatus::AwaitingApproval
-        } else if record.run.is_some() {
-            SummaryStatus::Waiting
         } else {
-            SummaryStatus::Idle
+            record.status().into()
         };
         ThreadSummary {
             thread_id: record.id.clone(),
@@ -89,32 +100,72 @@ mod tests {
     }
 
     #[test]
-    fn status_from_the_record_alone() {
+    fn the_status_is_the_one_the_last_writer_stored() {
+        let status = |r: &ThreadRecord| ThreadSummary::new(r, LockProbe::Unsupported, 10.0).status;
+        let mut r = record("t", 5.0);
+        for (stored, listed) in [
+            (ThreadStatus::Idle, SummaryStatus::Idle),
+            (
+                ThreadStatus::AwaitingApproval,
+                SummaryStatus::AwaitingApproval,
+            ),
+            (
+                ThreadStatus::AwaitingToolResults,
+                SummaryStatus::AwaitingToolResults,
+            ),
+            (ThreadStatus::Interrupted, SummaryStatus::Interrupted),
+        ] {
+            r.status = Some(stored.as_str().into());
+            assert_eq!(status(&r), listed);
+            // Serialized as `Agent.status()` spells it.
+            assert_eq!(
+                serde_json::to_value(listed).unwrap(),
+                serde_json::Value::from(stored.as_str())
+            );
+        }
+        // An unanswered message has no run journal and no pending approval: only the stored
+        // status tells it from an answered one.
+        r.status = Some("interrupted".into());
+        assert!(r.run.is_none() && r.pending_approvals == 0);
+        assert_eq!(status(&r), SummaryStatus::Interrupted);
+    }
+
+    #[test]
+    fn a_record_without_a_stored_status_is_read_from_its_other_fields() {
+        let status = |r: &ThreadRecord| ThreadSummary::new(r, LockProbe::Unsupported, 10.0).status;
         let idle = record("t", 5.0);
-        let s = ThreadSummary::new(&idle, LockProbe::Unsupported, 10.0);
-        assert_eq!(s.status, SummaryStatus::Idle);
-        assert_eq!((s.thread_id.as_str(), s.updated_at), ("t", 5.0));
+        assert_eq!(idle.status, None);
+        assert_eq!(status(&idle), SummaryStatus::Idle);
 
         let mut waiting = record("t", 5.0);
         waiting.run = Some(RunJournal::new(MessageId::from_number(1)));
-        assert_eq!(
-            ThreadSummary::new(&waiting, LockProbe::Unsupported, 10.0).status,
-            SummaryStatus::Waiting
-        );
+        assert_eq!(status(&waiting), SummaryStatus::AwaitingToolResults);
+
+        let mut cut_off = waiting.clone();
+        cut_off.run.as_mut().unwrap().started = Some("call_1".into());
+        assert_eq!(status(&cut_off), SummaryStatus::Interrupted);
 
         // Pending approvals win over a run journal: a decision is what the thread needs.
-        let mut gated = waiting.clone();
+        let mut gated = cut_off.clone();
         gated.pending_approvals = 2;
-        assert_eq!(
-            ThreadSummary::new(&gated, LockProbe::Unsupported, 10.0).status,
-            SummaryStatus::AwaitingApproval
-        );
+        assert_eq!(status(&gated), SummaryStatus::AwaitingApproval);
+    }
+
+    #[test]
+    fn an_unknown_stored_status_reads_as_absent() {
+        let mut json = serde_json::to_value(record("t", 5.0)).unwrap();
+        json["status"] = "paused_by_a_newer_release".into();
+        let r: ThreadRecord = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(r.status(), ThreadStatus::Idle, "as if absent");
+        json["status"] = "interrupted".into();
+        let r: ThreadRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(r.status(), ThreadStatus::Interrupted);
     }
 
     #[test]
     fn running_is_judged_by_the_lock_or_the_lease_expiry() {
         let mut r = record("t", 5.0);
-        r.pending_approvals = 1;
+        r.status = Some("awaiting_approval".into());
         r.lease = lease(true, 0.0);
         assert!(needs_probe(&r));
         let status = |r: &ThreadRecord, probe| ThreadSummary::new(r, probe, 10.0).status;

@@ -10,16 +10,17 @@ import { ROOT, run, setup } from './harness.mjs';
 const h = await setup();
 after(() => h.close());
 
-function quickStart() {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+function quickStart(file) {
+  const readme = readFileSync(path.join(ROOT, file), 'utf8');
   const section = readme.slice(readme.indexOf('## Quick start'));
   const m = /```js\n([\s\S]*?)```/.exec(section);
   assert.ok(m, 'README has a js block under "## Quick start"');
   return m[1];
 }
 
-test('the README quick start works as written', { timeout: 60_000 }, async (t) => {
-  const code = quickStart();
+// The repository's README and the package's (pkg-template/README.md, what npm shows).
+for (const file of ['README.md', 'pkg-template/README.md']) test(`the ${file} quick start works as written`, { timeout: 60_000 }, async (t) => {
+  const code = quickStart(file);
   assert.ok(code.split('\n').length <= 30, 'the quick start stays short');
   const sc = await h.scenario([
     { toolCalls: [{ id: 'call_1', name: 'delete_file', arguments: { path: '/var/log/old.log' } }] },

@@ -262,7 +262,7 @@ test('stored schema: database version 1, stores and key paths, rows { thread, se
   assert.deepEqual(dump.stores.messages.rows.map((x) => Object.keys(x)), [['thread', 'seq', 'json'], ['thread', 'seq', 'json']]);
   assert.deepEqual(dump.stores.messages.rows.map((x) => JSON.parse(x.json)), r.messages);
   const rec = dump.stores.threads.rows[0];
-  assert.deepEqual(Object.keys(rec).sort(), ['createdAt', 'id', 'lease', 'messageCount', 'pendingApprovals', 'policies', 'run', 'schemaVersion', 'title', 'updatedAt', 'version'].sort());
+  assert.deepEqual(Object.keys(rec).sort(), ['createdAt', 'id', 'lease', 'messageCount', 'pendingApprovals', 'policies', 'run', 'schemaVersion', 'status', 'title', 'updatedAt', 'version'].sort());
   assert.equal(rec.schemaVersion, 2);
   assert.equal(rec.lease, null, 'the last write of a run ends its lease');
   assert.equal(rec.messageCount, 2);

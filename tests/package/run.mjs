@@ -12,9 +12,21 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-pkg-"));
 const sh = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ["ignore", "pipe", "inherit"] }).toString();
 
 const tarball = path.join(work, sh("npm", ["pack", "--silent", "--pack-destination", work], path.join(root, "pkg")).trim().split("\n").pop());
-const listing = sh("tar", ["tzf", tarball], work);
-for (const f of ["package/package.json", "package/gatehouse.js", "package/gatehouse_bg.wasm", "package/gatehouse.d.ts"]) {
-  if (!listing.includes(f)) throw new Error(`the tarball lacks ${f}:\n${listing}`);
+// Exactly what users need: the entry and its types, wasm-bindgen's module and its snippets, the
+// wasm, the docs. No raw wasm typings, no build leftovers.
+const listing = sh("tar", ["tzf", tarball], work).trim().split("\n").sort();
+const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gatehouse_bg.wasm", "gatehouse_wasm.d.ts", "gatehouse_wasm.js", "package.json"];
+const unexpected = listing.filter((f) => !wanted.includes(f.replace(/^package\//, "")) && !/^package\/snippets\/[^/]+\/.+\.js$/.test(f));
+const missing = wanted.filter((f) => !listing.includes("package/" + f));
+if (unexpected.length || missing.length || !listing.some((f) => f.endsWith("/src/js/error.js"))) {
+  throw new Error(`the tarball should hold exactly ${wanted.join(", ")} and snippets/**.js; unexpected: ${unexpected}; missing: ${missing}\n${listing.join("\n")}`);
+}
+const manifest = JSON.parse(fs.readFileSync(path.join(root, "pkg/package.json"), "utf8"));
+for (const k of ["license", "repository", "homepage", "bugs", "engines", "keywords", "exports", "types", "sideEffects"]) {
+  if (manifest[k] === undefined) throw new Error(`package.json lacks "${k}"`);
+}
+if (!/^MIT License\n\nCopyright \(c\) 2026 The Gatehouse authors\n/.test(fs.readFileSync(path.join(root, "pkg/LICENSE"), "utf8"))) {
+  throw new Error("pkg/LICENSE is not the MIT license of the Gatehouse authors");
 }
 console.log(`packed ${path.basename(tarball)} (${fs.statSync(tarball).size} bytes)`);
 
@@ -27,6 +39,20 @@ function install(dir) {
 }
 const plain = install("plain");
 const viteApp = install("vite-app");
+// The installed package's types, as a TypeScript app resolves them (package.json `exports`),
+// with a bundler's resolution and with Node's.
+fs.writeFileSync(path.join(viteApp, "check.ts"), [
+  'import init, { Agent, GatehouseError, defineTool, type AgentState } from "gatehouse";',
+  "await init();",
+  'const tool = defineTool({ name: "t", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }, execute: ({ path }) => path.length });',
+  'const agent = await Agent.open({ threadId: "t", tools: [tool] });',
+  'const next: () => Promise<AgentState> = () => agent.chat("hi");',
+  "export const ok = [next, GatehouseError];",
+].join("\n"));
+for (const resolution of [["--module", "esnext", "--moduleResolution", "bundler"], ["--module", "nodenext", "--moduleResolution", "nodenext"]]) {
+  sh(path.join(root, "node_modules/.bin/tsc"), ["--noEmit", "--strict", "--target", "es2022", "--lib", "es2022,dom", ...resolution, "check.ts"], viteApp);
+}
+console.log("ok - the installed package's types (bundler and nodenext resolution)");
 sh(path.join(root, "node_modules/.bin/vite"), ["build", "--logLevel", "warn", viteApp], viteApp);
 const dist = path.join(viteApp, "dist");
 const assets = fs.readdirSync(path.join(dist, "assets"));

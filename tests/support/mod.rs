@@ -16,6 +16,8 @@ pub struct Stored {
     pub run: Option<RunJournal>,
     pub policies: ToolPolicies,
     pub writes: usize,
+    /// The status the last commit carried (what `Agent.listThreads` reports).
+    pub status: Option<ThreadStatus>,
 }
 
 impl Stored {
@@ -36,6 +38,7 @@ impl Stored {
         self.messages.extend(c.append);
         self.run = c.run;
         self.policies = c.policies;
+        self.status = Some(c.status);
         self.writes += 1;
     }
 }
@@ -140,11 +143,25 @@ impl Harness {
                 }
                 Step::Yield(o) => {
                     self.log.push(format!("yield({})", describe_outcome(o)));
+                    self.assert_stored_status();
                     return Some(o);
                 }
             }
         }
+        self.assert_stored_status();
         None
+    }
+
+    /// Whenever a run stops, the record says what `status()` says: a thread list reads only
+    /// the record, and must agree with an open agent.
+    fn assert_stored_status(&self) {
+        if self.store.writes > 0 {
+            assert_eq!(
+                self.store.status,
+                Some(self.engine.status()),
+                "the last commit's status is the engine's status when the run stops"
+            );
+        }
     }
 
     pub fn chat(&mut self, text: &str) -> Result<Option<Outcome>, EngineError> {

@@ -1,0 +1,123 @@
+// The package entry: the wasm-bindgen module (gatehouse_wasm.js) behind a small lifecycle,
+// so that misuse is a GatehouseError with a code, never a raw wasm-bindgen error. A call
+// before init() is `not_initialized` (a call while init() runs waits for it); dispose()
+// while a call runs lets it finish and releases the agent after; any call after dispose()
+// is `disposed`. scripts/build-pkg.sh fills in the path of the error module.
+import initWasm, { initSync as initSyncWasm, Agent as Core } from "./gatehouse_wasm.js";
+import { GatehouseError } from "__ERROR_MODULE__";
+
+export { GatehouseError };
+
+export const isGatehouseError = (e) =>
+  e instanceof GatehouseError || (e instanceof Error && e.name === "GatehouseError" && typeof e.code === "string");
+
+// Only for TypeScript: it infers the inputs from `parameters` (gatehouse.d.ts).
+export const defineTool = (tool) => tool;
+
+let ready = null;
+
+export default function init(input) {
+  ready ??= initWasm(input).then(
+    () => {},
+    (e) => {
+      ready = null; // a later init() (with a working URL) may try again
+      throw e;
+    },
+  );
+  return ready;
+}
+
+export function initSync(input) {
+  initSyncWasm(input);
+  ready = Promise.resolve();
+}
+
+async function initialized() {
+  if (!ready) {
+    throw new GatehouseError(
+      "not_initialized",
+      "Gatehouse is not initialized: call `await init()` (or `initSync({ module })`) before using Agent",
+      false,
+    );
+  }
+  await ready;
+}
+
+export class Agent {
+  #core;
+  #calls = 0;
+  #disposed = null; // the promise dispose() returns, once called
+  #release;
+
+  constructor(core) {
+    this.#core = core;
+  }
+
+  static async open(options) {
+    await initialized();
+    return new Agent(await Core.open(options));
+  }
+
+  static async listThreads(storage) {
+    await initialized();
+    return Core.listThreads(storage);
+  }
+
+  static async deleteThread(threadId, storage) {
+    await initialized();
+    return Core.deleteThread(threadId, storage);
+  }
+
+  #live(method) {
+    if (this.#disposed) {
+      throw new GatehouseError("disposed", `${method}(): this agent was disposed; open the thread again with Agent.open()`, false);
+    }
+    return this.#core;
+  }
+
+  async #run(method, args) {
+    const core = this.#live(method);
+    this.#calls++;
+    try {
+      return await core[method](...args);
+    } finally {
+      if (--this.#calls === 0 && this.#disposed) this.#release();
+    }
+  }
+
+  chat(...a) { return this.#run("chat", a); }
+  submitDecisions(...a) { return this.#run("submitDecisions", a); }
+  submitToolResults(...a) { return this.#run("submitToolResults", a); }
+  retry(...a) { return this.#run("retry", a); }
+  handle(...a) { return this.#run("handle", a); }
+  messages(...a) { return this.#run("messages", a); }
+  setToolPolicy(...a) { return this.#run("setToolPolicy", a); }
+  refresh(...a) { return this.#run("refresh", a); }
+  pendingTools() { return this.#live("pendingTools").pendingTools(); }
+  pendingToolResults() { return this.#live("pendingToolResults").pendingToolResults(); }
+  status() { return this.#live("status").status(); }
+  lastMessage() { return this.#live("lastMessage").lastMessage(); }
+  toolPolicies() { return this.#live("toolPolicies").toolPolicies(); }
+  get threadId() { return this.#live("threadId").threadId; }
+  get messageCount() { return this.#live("messageCount").messageCount; }
+
+  dispose() {
+    if (!this.#disposed) {
+      this.#disposed = new Promise((resolve) => {
+        this.#release = () => {
+          this.#core.free();
+          resolve();
+        };
+      });
+      if (this.#calls === 0) this.#release();
+    }
+    return this.#disposed;
+  }
+
+  free() {
+    this.dispose();
+  }
+}
+
+if (Symbol.dispose) Agent.prototype[Symbol.dispose] = Agent.prototype.free;
+if (Symbol.asyncDispose) Agent.prototype[Symbol.asyncDispose] = Agent.prototype.dispose;

@@ -1,0 +1,169 @@
+// What must compile and what must not, against the built pkg/gatehouse.d.ts (make test-types).
+// Every `@ts-expect-error` line must be an error: when one stops being one, tsc fails with
+// TS2578 ("Unused '@ts-expect-error' directive"). Type equalities are checked with `same`.
+import * as pkg from "../../pkg/gatehouse.js";
+import init, {
+  Agent,
+  GatehouseError,
+  defineTool,
+  initSync,
+  isGatehouseError,
+  type AgentState,
+  type Decisions,
+  type FromSchema,
+  type GatehouseErrorCode,
+  type Message,
+  type ThreadStatus,
+  type ThreadSummary,
+  type ToolEntry,
+} from "../../pkg/gatehouse.js";
+
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+function same<T extends true>(): T | void {}
+
+declare const agent: Agent;
+
+// --- Async methods resolve to their value, not to a promise of it.
+export const chained = agent.chat("Clean up").then((s) => s.status);
+export const threads = Agent.listThreads().then((list) => list.map((t) => t.threadId));
+export const count = agent.messages({ limit: 5 }).then((m: Message[]) => m.length);
+const afterDecisions: () => Promise<AgentState> = () => agent.submitDecisions({ a: "approve" });
+const afterResults: () => Promise<AgentState> = () => agent.submitToolResults({ c: { ok: 1 } });
+const afterRetry: () => Promise<AgentState> = () => agent.retry();
+const chat: (message: string) => Promise<AgentState> = (m) => agent.chat(m);
+const handled: Promise<AgentState | { status: "conflict"; error: string }> = agent.handle({ message: "hi" });
+const policy: Promise<void> = agent.setToolPolicy("search", { autoApprove: true });
+const opened: Promise<Agent> = Agent.open({ threadId: "t" });
+const disposed: Promise<void> = agent.dispose();
+const ready: Promise<void> = init();
+const readyFrom: Promise<void> = init({ module_or_path: new URL("https://cdn.example/gatehouse_bg.wasm") });
+const sync: (bytes: Uint8Array) => void = (bytes) => initSync({ module: bytes });
+export const promises = [afterDecisions, afterResults, afterRetry, chat, handled, policy, opened, disposed, ready, readyFrom, sync];
+same<Equal<Awaited<ReturnType<Agent["chat"]>>, AgentState>>();
+same<Equal<Awaited<ReturnType<Agent["messages"]>>, Message[]>>();
+same<Equal<Awaited<ReturnType<typeof Agent.listThreads>>, ThreadSummary[]>>();
+// Synchronous ones are not promises.
+const pending: ToolEntry[] = agent.pendingTools();
+const status: ThreadStatus = agent.status();
+export const sync2 = [pending, status];
+
+// --- Arguments.
+// @ts-expect-error the message is a string
+agent.chat(42);
+// @ts-expect-error the message is required
+agent.chat();
+// @ts-expect-error a decision is "approve", "reject" or ["reject", reason]
+export const maybe: Decisions = { toolu_01: "maybe" };
+// @ts-expect-error an approval takes no comment
+export const noted: Decisions = { toolu_01: ["approve", "fine"] };
+export const good: Decisions = { a: "approve", b: "reject", c: ["reject", "Not this file"] };
+
+// --- Tool inputs inferred from the schema, in execute and approvalPolicy.
+export const deleteFile = defineTool({
+  name: "delete_file",
+  description: "Delete a file",
+  parameters: {
+    type: "object",
+    properties: { path: { type: "string" }, force: { type: "boolean" } },
+    required: ["path"],
+  },
+  execute: async (inputs, ctx) => {
+    const path: string = inputs.path;
+    const force: boolean | undefined = inputs.force;
+    // @ts-expect-error not a property of the schema
+    void inputs.pth;
+    // @ts-expect-error `force` is not required, so it may be undefined
+    const sure: boolean = inputs.force;
+    return { deleted: path, force, sure, callId: ctx.callId };
+  },
+  approvalPolicy: (inputs) => (inputs.path.startsWith("/etc") ? "System files are protected" : false),
+});
+
+const orderSchema = {
+  type: "object",
+  properties: {
+    sku: { type: "string" },
+    qty: { type: "integer", minimum: 1 },
+    size: { enum: ["S", "M", "L"] },
+    note: { type: ["string", "null"] },
+    tags: { type: "array", items: { type: "string" } },
+    gift: { type: "object", properties: { to: { type: "string" } }, required: ["to"], additionalProperties: false },
+  },
+  required: ["sku", "qty", "size"],
+} as const;
+export const order = defineTool({
+  name: "place_order",
+  parameters: orderSchema,
+  execute: (inputs) => {
+    same<Equal<typeof inputs, FromSchema<typeof orderSchema>>>();
+    // @ts-expect-error qty is a number
+    inputs.qty.toUpperCase();
+    // @ts-expect-error "XL" is not one of the sizes
+    if (inputs.size === "XL") return null;
+    return inputs.tags?.map((t) => t.toUpperCase());
+  },
+});
+same<
+  Equal<
+    FromSchema<typeof orderSchema>,
+    {
+      sku: string;
+      qty: number;
+      size: "S" | "M" | "L";
+      note?: string | null;
+      tags?: string[];
+      gift?: { to: string };
+    }
+  >
+>();
+same<Equal<FromSchema<{ anyOf: [{ type: "string" }, { type: "number" }] }>, string | number>>();
+same<Equal<FromSchema<{ type: "string"; nullable: true }>, string | null>>();
+same<Equal<FromSchema<{ const: 3 }>, 3>>();
+same<Equal<FromSchema<{ type: "object" }>, { [key: string]: unknown }>>();
+same<Equal<FromSchema<{ type: "object"; additionalProperties: { type: "number" } }>, { [key: string]: number }>>();
+same<Equal<FromSchema<{ type: "array"; prefixItems: [{ type: "string" }] }>, [string, ...unknown[]]>>();
+same<Equal<FromSchema<{ allOf: [{ type: "object"; properties: { a: { type: "string" } }; required: ["a"] }, { type: "object"; properties: { b: { type: "number" } } }] }>["a"], string>>();
+
+// A tool without a schema takes any object; tools of every kind go into Agent.open.
+export const ping = defineTool({ name: "ping", execute: (inputs) => Object.keys(inputs).length });
+export const all = Agent.open({ threadId: "t", tools: [deleteFile, order, ping, { name: "external" }] });
+defineTool({
+  name: "bad_schema",
+  // @ts-expect-error not a JSON Schema type name
+  parameters: { type: "text" },
+});
+
+// --- Errors: a real class with a code union.
+export async function errors(): Promise<string> {
+  try {
+    await agent.chat("hi");
+  } catch (e) {
+    if (e instanceof GatehouseError) {
+      const code: GatehouseErrorCode = e.code;
+      // @ts-expect-error not a code Gatehouse produces
+      if (e.code === "timeout") return "never";
+      if (e.code === "disposed" || e.code === "not_initialized" || e.code === "busy") return code;
+    }
+    if (isGatehouseError(e) && e.retryable) return e.message;
+  }
+  return "";
+}
+// @ts-expect-error the class is not constructed by users
+new GatehouseError();
+
+// --- Statuses: listThreads and status() share one set.
+same<Equal<ThreadSummary["status"], ThreadStatus>>();
+same<Equal<ThreadStatus, "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "running">>();
+// @ts-expect-error "waiting" is not a status
+export const waiting: ThreadSummary["status"] = "waiting";
+
+// --- Disposal: `using` works, and nothing of the wasm's internals is exported.
+export async function scoped(): Promise<void> {
+  using a = await Agent.open({ threadId: "t" });
+  await a.chat("hi");
+  await using b = await Agent.open({ threadId: "u" });
+  await b.chat("hi");
+}
+// @ts-expect-error wasm-bindgen's raw exports are not part of the API
+export type Raw = pkg.InitOutput;
+same<Equal<keyof typeof pkg, "Agent" | "GatehouseError" | "defineTool" | "default" | "initSync" | "isGatehouseError">>();
