@@ -24,8 +24,8 @@ RUSTFLAGS="-Zunstable-options -Csymbol-mangling-version=legacy -Zlocation-detail
   -Z build-std-features=optimize_for_size -Z panic-immediate-abort \
   --config 'profile.release.panic="immediate-abort"'
 rm -rf pkg
-wasm-bindgen $target_dir/wasm32-unknown-unknown/release/gatehouse.wasm \
-  --out-dir pkg --target web --remove-producers-section
+wasm-bindgen $target_dir/wasm32-unknown-unknown/release/gatehouse_agent.wasm \
+  --out-dir pkg --out-name gatehouse --target web --remove-producers-section
 # binaryen 132 from npm (package-lock.json). Debian's wasm-opt 108 produced a module whose
 # function table Chromium rejects at instantiation ("Table.set(): function-typed object
 # must be null"), so it is not used.

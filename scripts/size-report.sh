@@ -10,7 +10,7 @@
 # shipped flags plus -g (names kept), so its items are the shipped functions. Two caveats
 # when reading it: rustc inlines an awaited async fn into its caller's state machine (the
 # driver's `drive` holds most of what it awaits), and generic code is counted under the crate
-# that defines it (`serde_json::...<gatehouse::Message>` is serde_json, `core::ptr::
+# that defines it (`serde_json::...<gatehouse_agent::Message>` is serde_json, `core::ptr::
 # drop_in_place<...>` is core). `[data]` is .rodata: string literals, panic locations,
 # unicode and float tables. Needs twiggy (cargo install twiggy); skipped if missing.
 set -euo pipefail
@@ -25,7 +25,7 @@ for arg in "$@"; do
   esac
 done
 
-release_wasm=target/pkg/wasm32-unknown-unknown/release/gatehouse.wasm   # scripts/build-pkg.sh
+release_wasm=target/pkg/wasm32-unknown-unknown/release/gatehouse_agent.wasm   # scripts/build-pkg.sh
 if [ "$build" = 1 ]; then
   ./scripts/build-pkg.sh >/dev/null
 elif [ ! -f pkg/gatehouse_bg.wasm ] || [ ! -f "$release_wasm" ]; then
@@ -72,7 +72,7 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-wasm-bindgen "$release_wasm" --out-dir "$tmp" --target web --keep-debug
+wasm-bindgen "$release_wasm" --out-dir "$tmp" --out-name gatehouse --target web --keep-debug
 named="$tmp/gatehouse_bg.wasm"
 # The wasm-opt and flags build-pkg.sh uses (binaryen from npm), else a wasm-opt on PATH.
 wasm_opt=node_modules/.bin/wasm-opt
@@ -86,7 +86,7 @@ else
 fi
 
 twiggy top "$named" >"$tmp/top.txt"
-# Each item -> crate (and crate::module). Names look like `gatehouse::driver::drive::{{closure}}::h..`,
+# Each item -> crate (and crate::module). Names look like `gatehouse_agent::driver::drive::{{closure}}::h..`,
 # `<f64 as core[c5930c85a12de822]::fmt::Display>::fmt`, `<&mut serde_json::de::Deserializer<R> as ..>`,
 # `byn$mgfn-shared$core::..` (functions binaryen merged), `data segment ".rodata.3"`, `import ...`.
 awk -F '┊' -v top="${SIZE_REPORT_TOP:-25}" '

@@ -8,11 +8,11 @@
 //! --target wasm32-unknown-unknown --test browser_store` (add `-- --nocapture` for timings).
 #![cfg(target_arch = "wasm32")]
 
-use gatehouse::engine::{CallResult, Commit, RunJournal, ThreadStatus, ToolPolicies, ToolPolicy};
-use gatehouse::store::{
+use gatehouse_agent::engine::{CallResult, Commit, RunJournal, ThreadStatus, ToolPolicies, ToolPolicy};
+use gatehouse_agent::store::{
     IndexedDbStore, MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord, Writer,
 };
-use gatehouse::thread::{Message, MessageId, ToolEntry};
+use gatehouse_agent::thread::{Message, MessageId, ToolEntry};
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::TransactionMode;
@@ -65,7 +65,7 @@ fn append(msgs: Vec<Message>) -> Commit {
     }
 }
 
-fn seqs(rows: &[gatehouse::store::MessageRow]) -> Vec<u64> {
+fn seqs(rows: &[gatehouse_agent::store::MessageRow]) -> Vec<u64> {
     rows.iter().map(|r| r.seq).collect()
 }
 

@@ -3,8 +3,8 @@
 
 mod support;
 
-use gatehouse::engine::*;
-use gatehouse::thread::ApprovalState;
+use gatehouse_agent::engine::*;
+use gatehouse_agent::thread::ApprovalState;
 use serde_json::{Value, json};
 use support::*;
 
@@ -993,7 +993,7 @@ fn a_tool_call_message_and_its_first_start_mark_are_one_write() {
 
 #[test]
 fn merged_commits_rewrite_the_message_they_follow() {
-    use gatehouse::thread::{Message, MessageId};
+    use gatehouse_agent::thread::{Message, MessageId};
     let base = Commit {
         replace_tail: None,
         append: vec![Message::user_text(MessageId::from_number(1), "a")],

@@ -4,9 +4,9 @@
 //! to the enum fails here until its fixture is written (UPDATE_GOLDEN=1), and then fails `tsc`
 //! until the union has it.
 
-use gatehouse::engine::Outcome;
-use gatehouse::event::{Event, EventError};
-use gatehouse::thread::Message;
+use gatehouse_agent::engine::Outcome;
+use gatehouse_agent::event::{Event, EventError};
+use gatehouse_agent::thread::Message;
 use serde::Deserialize;
 use serde::de::value::MapDeserializer;
 use serde_json::json;

@@ -4,8 +4,8 @@
 
 mod support;
 
-use gatehouse::engine::*;
-use gatehouse::thread::{ApprovalState, Message};
+use gatehouse_agent::engine::*;
+use gatehouse_agent::thread::{ApprovalState, Message};
 use serde_json::{Value, json};
 use support::*;
 

@@ -6,12 +6,12 @@
 mod fuzz_support;
 
 use fuzz_support::{config, finite_f64, json_tree, same_json};
-use gatehouse::engine::results::output_to_result;
-use gatehouse::engine::{
+use gatehouse_agent::engine::results::output_to_result;
+use gatehouse_agent::engine::{
     Decision, Engine, EngineConfig, EngineError, Step, ThreadState, ThreadStatus, ToolSet,
     ToolSpec, parse_payload,
 };
-use gatehouse::thread::{Message, MessageId, ToolEntry};
+use gatehouse_agent::thread::{Message, MessageId, ToolEntry};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -100,7 +100,7 @@ fn awaiting_results() -> Engine {
     );
     let state = ThreadState {
         tail: Some(tail),
-        run: Some(gatehouse::engine::RunJournal::new(id)),
+        run: Some(gatehouse_agent::engine::RunJournal::new(id)),
         ..ThreadState::default()
     };
     let e = Engine::new(ToolSet::new(vec![ext]), EngineConfig::default(), state, 1);

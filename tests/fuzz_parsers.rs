@@ -9,8 +9,8 @@ mod fuzz_support;
 
 use fuzz_support::providers::*;
 use fuzz_support::{chunks, config, cuts, mutate_bytes, mutate_value, parse_sse};
-use gatehouse::engine::ModelOutput;
-use gatehouse::providers::{
+use gatehouse_agent::engine::ModelOutput;
+use gatehouse_agent::providers::{
     ProviderError, ProviderKind, ResponseStream, SseEvent, StreamDecoder, StreamDelta,
 };
 use proptest::collection::vec;

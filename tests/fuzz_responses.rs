@@ -7,7 +7,7 @@ mod fuzz_support;
 
 use fuzz_support::providers::*;
 use fuzz_support::{config, mutate_bytes, mutate_value};
-use gatehouse::providers::{
+use gatehouse_agent::providers::{
     BODY_EXCERPT_CHARS, ProviderError, ProviderKind, RetryPolicy, SseEvent, StreamDecoder,
     parse_http_date, parse_response,
 };

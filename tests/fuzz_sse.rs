@@ -6,7 +6,7 @@
 mod fuzz_support;
 
 use fuzz_support::{chunks, config, cuts, parse_sse};
-use gatehouse::providers::SseEvent;
+use gatehouse_agent::providers::SseEvent;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;

@@ -8,8 +8,8 @@ mod fuzz_support;
 use fuzz_support::{
     FLIP, INSERT, REMOVE, config, finite_f64, json_tree, mutate_bytes, mutate_value, same_json,
 };
-use gatehouse::store::{MessageRow, StoreError, ThreadRecord};
-use gatehouse::thread::{IdGen, Message, MessageId};
+use gatehouse_agent::store::{MessageRow, StoreError, ThreadRecord};
+use gatehouse_agent::thread::{IdGen, Message, MessageId};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;

@@ -1,10 +1,10 @@
 //! The offline demo model: calls the tools the user mentions, with inputs from the schema and
 //! the user's words, and summarises results (rejections included). Deterministic.
 
-use gatehouse::engine::ModelToolCall;
-use gatehouse::providers::demo::{respond, stream_deltas};
-use gatehouse::providers::{StreamDelta, ToolDef};
-use gatehouse::thread::{Message, MessageId, ToolEntry};
+use gatehouse_agent::engine::ModelToolCall;
+use gatehouse_agent::providers::demo::{respond, stream_deltas};
+use gatehouse_agent::providers::{StreamDelta, ToolDef};
+use gatehouse_agent::thread::{Message, MessageId, ToolEntry};
 use serde_json::{Value, json};
 
 fn id(n: u64) -> MessageId {
@@ -194,8 +194,8 @@ fn streams_like_a_real_model() {
 
 #[test]
 fn a_tool_named_by_its_phrase_and_a_quoted_path_are_understood() {
-    use gatehouse::providers::{ToolDef, demo};
-    use gatehouse::thread::{Message, MessageId};
+    use gatehouse_agent::providers::{ToolDef, demo};
+    use gatehouse_agent::thread::{Message, MessageId};
     use serde_json::json;
     let tools = vec![
         ToolDef::new(

@@ -1,8 +1,8 @@
 //! Request building: the exact JSON each provider receives for a thread with every message
 //! kind, headers, endpoints and the model config as JS writes it.
 
-use gatehouse::providers::{ModelConfig, ProviderKind, ToolDef, build_request};
-use gatehouse::thread::{Approval, ApprovalState, Message, MessageId, ToolEntry};
+use gatehouse_agent::providers::{ModelConfig, ProviderKind, ToolDef, build_request};
+use gatehouse_agent::thread::{Approval, ApprovalState, Message, MessageId, ToolEntry};
 use serde_json::{Value, json};
 
 const REJECTED: &str = "TOOL NOT EXECUTED. The user rejected this action. User instruction: Do not email the team. Do not attempt this tool again. Follow the user's instruction or reconsider your plan.";
@@ -91,7 +91,7 @@ fn config(provider: ProviderKind, model: &str) -> ModelConfig {
     cfg
 }
 
-fn body(req: &gatehouse::providers::HttpRequest) -> Value {
+fn body(req: &gatehouse_agent::providers::HttpRequest) -> Value {
     serde_json::from_str(&req.body).unwrap()
 }
 

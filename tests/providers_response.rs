@@ -1,8 +1,8 @@
 //! Whole (non-streaming) answers and HTTP error bodies of both providers.
 
-use gatehouse::engine::{ModelOutput, ModelToolCall};
-use gatehouse::providers::{ProviderError, ProviderKind, parse_response};
-use gatehouse::thread::Usage;
+use gatehouse_agent::engine::{ModelOutput, ModelToolCall};
+use gatehouse_agent::providers::{ProviderError, ProviderKind, parse_response};
+use gatehouse_agent::thread::Usage;
 
 #[test]
 fn openai_completion_with_a_tool_call() {
@@ -262,7 +262,7 @@ fn body_excerpts_are_capped_at_500_characters() {
 
 #[test]
 fn error_messages_never_end_a_sentence_twice() {
-    let e = gatehouse::providers::ProviderError::http(
+    let e = gatehouse_agent::providers::ProviderError::http(
         503,
         r#"{"error":{"message":"Service unavailable, please try again later.","type":"server_error"}}"#,
         None,

@@ -1,7 +1,7 @@
 //! Retry delays: Retry-After as seconds or an HTTP-date, exponential backoff with jitter, and
 //! the point where retries are used up.
 
-use gatehouse::providers::{ProviderError, RetryPolicy};
+use gatehouse_agent::providers::{ProviderError, RetryPolicy};
 
 /// 2026-10-21T07:28:00Z.
 const NOW: u64 = 1_792_567_680_000;

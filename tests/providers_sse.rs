@@ -1,6 +1,6 @@
 //! The SSE parser against the WHATWG rules, fed in every way a network can cut a body.
 
-use gatehouse::providers::{SseEvent, SseParser};
+use gatehouse_agent::providers::{SseEvent, SseParser};
 
 fn ev(event: Option<&str>, data: &str) -> SseEvent {
     SseEvent {

@@ -1,11 +1,11 @@
 //! Streaming decoders on documented transcripts: text, two tool calls with fragmented
 //! arguments, usage, terminal events; truncation and in-stream errors.
 
-use gatehouse::engine::{ModelOutput, ModelToolCall};
-use gatehouse::providers::{
+use gatehouse_agent::engine::{ModelOutput, ModelToolCall};
+use gatehouse_agent::providers::{
     ProviderError, ProviderKind, ResponseStream, SseEvent, StreamDecoder, StreamDelta,
 };
-use gatehouse::thread::Usage;
+use gatehouse_agent::thread::Usage;
 
 const OPENAI: &str = include_str!("fixtures/providers/openai_stream_tools.sse");
 const ANTHROPIC: &str = include_str!("fixtures/providers/anthropic_stream_tools.sse");

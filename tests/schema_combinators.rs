@@ -1,7 +1,7 @@
 //! Tool-input validation: anyOf/oneOf/allOf/not, $ref, generator output (zod, OpenAI-style),
 //! and schemas that are malformed or hostile (which must never panic).
 
-use gatehouse::schema::validate;
+use gatehouse_agent::schema::validate;
 use serde_json::{Value, json};
 
 fn errors(schema: Value, instance: Value) -> Vec<String> {

@@ -1,7 +1,7 @@
 //! Tool-input validation: types, objects, arrays, strings, numbers, enum/const.
 //! Messages are asserted exactly: they are what the model reads to correct itself.
 
-use gatehouse::schema::{MAX_ERRORS, SchemaError, format_errors, validate};
+use gatehouse_agent::schema::{MAX_ERRORS, SchemaError, format_errors, validate};
 use serde_json::{Value, json};
 
 /// The errors as `at PATH: MESSAGE` lines; empty when valid.

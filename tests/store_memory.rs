@@ -1,9 +1,9 @@
 //! The store's commit rule (shared by the IndexedDB store) on the memory store: versions,
 //! conflicts, tail rewrites, paging, and reading frozen records of every schema version.
 
-use gatehouse::engine::{Commit, RunJournal, ThreadStatus, ToolPolicies, ToolPolicy};
-use gatehouse::store::{MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord, Writer};
-use gatehouse::thread::{Message, MessageId};
+use gatehouse_agent::engine::{Commit, RunJournal, ThreadStatus, ToolPolicies, ToolPolicy};
+use gatehouse_agent::store::{MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord, Writer};
+use gatehouse_agent::thread::{Message, MessageId};
 
 /// A writer that holds no lease (a run that ends with this write).
 fn w() -> Writer {
@@ -145,7 +145,7 @@ fn frozen_v1_records_are_read() {
 
 #[test]
 fn the_record_counts_the_tails_pending_approvals() {
-    use gatehouse::thread::{Approval, ToolEntry};
+    use gatehouse_agent::thread::{Approval, ToolEntry};
     let s = MemoryStore::open("t-pending");
     let mut gated = ToolEntry::new("c1", "delete_file");
     gated.approval = Some(Approval::pending(None));
@@ -163,7 +163,7 @@ fn the_record_counts_the_tails_pending_approvals() {
         .approval
         .as_mut()
         .unwrap()
-        .state = gatehouse::thread::ApprovalState::Approved;
+        .state = gatehouse_agent::thread::ApprovalState::Approved;
     let mut c = append(vec![]);
     c.replace_tail = Some(decided);
     assert_eq!(

@@ -3,12 +3,12 @@
 //! refused writes while another agent's lease is live, takeovers, renewals; records of a newer
 //! release and a lowered message count refused.
 
-use gatehouse::engine::{Commit, ThreadStatus, ToolPolicies};
-use gatehouse::store::{
+use gatehouse_agent::engine::{Commit, ThreadStatus, ToolPolicies};
+use gatehouse_agent::store::{
     Admission, LEASE_MS, Lease, LockAttempt, LockProbe, MemoryStore, SCHEMA_VERSION, StoreError,
     Stored, ThreadRecord, Writer, admit, must_recover, plan_commit,
 };
-use gatehouse::thread::{Message, MessageId};
+use gatehouse_agent::thread::{Message, MessageId};
 
 fn msg(n: u64, text: &str) -> Message {
     Message::user_text(MessageId::from_number(n), text)

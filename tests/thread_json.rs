@@ -2,7 +2,7 @@
 
 mod support;
 
-use gatehouse::thread::{ApprovalState, Message, MessageKind};
+use gatehouse_agent::thread::{ApprovalState, Message, MessageKind};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use support::*;
@@ -135,7 +135,7 @@ fn malformed_messages_are_errors_not_panics() {
 fn golden_thread_of_a_mixed_approval_scenario() {
     let mut h = Harness::new(standard_tools());
     h.policy_fn = Box::new(|_| {
-        gatehouse::engine::PolicyVerdict::Require(Some(
+        gatehouse_agent::engine::PolicyVerdict::Require(Some(
             "Outbound email reaches people outside this workspace".into(),
         ))
     });

@@ -2,10 +2,10 @@
 //! ignored, fields an older writer lacked take their defaults, and a missing required field, a
 //! repeated field or an unknown name is an error of its own kind.
 
-use gatehouse::engine::{RunJournal, ToolPolicy};
-use gatehouse::providers::{ModelConfig, ProviderKind};
-use gatehouse::store::{Lease, ThreadRecord};
-use gatehouse::thread::{Message, Usage};
+use gatehouse_agent::engine::{RunJournal, ToolPolicy};
+use gatehouse_agent::providers::{ModelConfig, ProviderKind};
+use gatehouse_agent::store::{Lease, ThreadRecord};
+use gatehouse_agent::thread::{Message, Usage};
 
 fn err<T: serde::de::DeserializeOwned + std::fmt::Debug>(text: &str) -> String {
     serde_json::from_str::<T>(text).unwrap_err().to_string()

@@ -27,7 +27,7 @@ for (const file of ['README.md', 'pkg-template/README.md']) test(`the ${file} qu
     { text: 'Deleted the old log.' },
   ]);
   const body = code
-    .replace('import init, { Agent } from "gatehouse";', 'const { default: init, Agent } = await import("/pkg/gatehouse.js");')
+    .replace('import init, { Agent } from "gatehouse-agent";', 'const { default: init, Agent } = await import("/pkg/gatehouse.js");')
     .replace('"https://my-app.example/llm/v1"', JSON.stringify(sc.openai().baseUrl))
     .replace(/console\.log\(state\.message\);?/, 'window.__readme = { state, events: [] };');
   assert.notEqual(body, code, 'the substitutions applied');

@@ -4,7 +4,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 #![allow(dead_code)]
 
-use gatehouse::providers::{SseEvent, SseParser};
+use gatehouse_agent::providers::{SseEvent, SseParser};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;

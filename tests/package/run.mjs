@@ -42,7 +42,7 @@ const viteApp = install("vite-app");
 // The installed package's types, as a TypeScript app resolves them (package.json `exports`),
 // with a bundler's resolution and with Node's.
 fs.writeFileSync(path.join(viteApp, "check.ts"), [
-  'import init, { Agent, GatehouseError, defineTool, type AgentState } from "gatehouse";',
+  'import init, { Agent, GatehouseError, defineTool, type AgentState } from "gatehouse-agent";',
   "await init();",
   'const tool = defineTool({ name: "t", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }, execute: ({ path }) => path.length });',
   'const agent = await Agent.open({ threadId: "t", tools: [tool] });',

@@ -2,7 +2,7 @@
 //! approval policies and the humans in front of each tab.
 
 use super::rng::Rng;
-use gatehouse::engine::{
+use gatehouse_agent::engine::{
     Engine, ModelOutput, ModelToolCall, PolicyVerdict, ThreadStatus, ToolPolicy, ToolSet, ToolSpec,
 };
 use serde_json::{Map, Value, json};

@@ -5,14 +5,14 @@
 
 use super::actors::{self, Choice, Input};
 use super::world::{Act, Broken, Locks, Run, Sim, THREAD};
-use gatehouse::engine::{
+use gatehouse_agent::engine::{
     Commit, Engine, EngineError, ModelOutput, PolicyQuery, Step, ToolInvocation,
 };
-use gatehouse::store::{
+use gatehouse_agent::store::{
     Admission, LEASE_MS, LockAttempt, LockProbe, RENEW_MS, Snapshot, StoreError, Writer, admit,
     must_recover,
 };
-use gatehouse::thread::Message;
+use gatehouse_agent::thread::Message;
 use serde_json::Value;
 
 /// How long a run waits for a lock whose holder has no lease in the record (`LOCK_WAIT_MS` in

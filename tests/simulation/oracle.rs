@@ -3,10 +3,10 @@
 
 use super::actors;
 use super::world::{Agent, Locks, Run, Sim, THREAD};
-use gatehouse::engine::results::{REGATE_REASON, code, error_result, output_to_result};
-use gatehouse::engine::{Commit, ToolInvocation};
-use gatehouse::store::ThreadRecord;
-use gatehouse::thread::{ApprovalState, Message, MessageKind, Role, ToolEntry};
+use gatehouse_agent::engine::results::{REGATE_REASON, code, error_result, output_to_result};
+use gatehouse_agent::engine::{Commit, ToolInvocation};
+use gatehouse_agent::store::ThreadRecord;
+use gatehouse_agent::thread::{ApprovalState, Message, MessageKind, Role, ToolEntry};
 use serde_json::Value;
 use std::collections::BTreeSet;
 

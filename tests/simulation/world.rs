@@ -14,12 +14,12 @@
 use super::actors::{self, Input};
 use super::oracle::Ghost;
 use super::rng::Rng;
-use gatehouse::engine::{
+use gatehouse_agent::engine::{
     Commit, Engine, EngineConfig, ModelOutput, Outcome, PolicyQuery, ThreadState, ToolInvocation,
     ToolSet,
 };
-use gatehouse::store::{LEASE_MS, LockAttempt, MemoryStore, Snapshot};
-use gatehouse::thread::Message;
+use gatehouse_agent::store::{LEASE_MS, LockAttempt, MemoryStore, Snapshot};
+use gatehouse_agent::thread::Message;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::fmt;
@@ -27,7 +27,7 @@ use std::fmt;
 /// The wall clock at the start (2026).
 pub const T0: u64 = 1_795_000_000_000;
 pub const THREAD: &str = "thread-1";
-const RENEW: u64 = gatehouse::store::RENEW_MS as u64;
+const RENEW: u64 = gatehouse_agent::store::RENEW_MS as u64;
 const LEASE: u64 = LEASE_MS as u64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

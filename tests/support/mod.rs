@@ -3,8 +3,8 @@
 //! read like transcripts.
 #![allow(dead_code)]
 
-use gatehouse::engine::*;
-use gatehouse::thread::{Message, ToolEntry};
+use gatehouse_agent::engine::*;
+use gatehouse_agent::thread::{Message, ToolEntry};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 
@@ -260,7 +260,7 @@ pub fn describe_commit(c: &Commit) -> String {
 }
 
 fn kind(m: &Message) -> String {
-    use gatehouse::thread::{MessageKind, Role};
+    use gatehouse_agent::thread::{MessageKind, Role};
     match (&m.role, &m.kind) {
         (Role::User, MessageKind::Plain) => "user".into(),
         (Role::Assistant, MessageKind::Plain) => "assistant".into(),

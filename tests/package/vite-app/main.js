@@ -1,3 +1,3 @@
-import init, { Agent } from "gatehouse";
+import init, { Agent } from "gatehouse-agent";
 import { runApp } from "./app.js";
 runApp(init, Agent);
