@@ -3,6 +3,7 @@
 
 use super::error::AgentError;
 use super::events::Emitter;
+use super::tools;
 use super::fetch::{self, AbortLink, BodyReader, FetchError};
 use crate::engine::{ModelOutput, ModelToolCall};
 use crate::event::{Event, EventError};
@@ -12,12 +13,11 @@ use crate::providers::{
     build_request, demo, parse_response,
 };
 use crate::thread::{Message, Usage};
-use js_sys::{Function, Promise};
+use js_sys::Function;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
-use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen::JsValue;
 use web_sys::AbortSignal;
 
 #[derive(Clone)]
@@ -263,12 +263,11 @@ async fn custom(
         instructions,
         signal,
     });
-    let ret = f
-        .call1(&JsValue::NULL, &request)
-        .map_err(|e| custom_error(&e))?;
-    let ret = match ret.dyn_into::<Promise>() {
-        Ok(p) => JsFuture::from(p).await.map_err(|e| custom_error(&e))?,
-        Err(v) => v,
+    // A function that ignores `request.signal` must not hold an aborted run: its Promise is
+    // left to settle on its own.
+    let ret = match tools::call_maybe_async(f, &request, &JsValue::UNDEFINED, signal).await {
+        tools::Answer::Now(r) => r.map_err(|e| custom_error(&e))?,
+        tools::Answer::Abandoned(_) => return Err(AgentError::Aborted),
     };
     if signal.is_some_and(AbortSignal::aborted) {
         return Err(AgentError::Aborted);

@@ -53,13 +53,15 @@ struct ToolContext<'a> {
 }
 
 /// The value of a JS call that may return a Promise.
-enum Answer {
+pub(super) enum Answer {
     Now(Result<JsValue, JsValue>),
     /// A Promise that had not settled when `signal` aborted.
     Abandoned(Promise),
 }
 
-async fn call_maybe_async(
+/// Calls `f(a, b)`; a returned Promise is awaited until it settles or `signal` aborts,
+/// whichever comes first (a function that ignores the signal is not waited for).
+pub(super) async fn call_maybe_async(
     f: &Function,
     a: &JsValue,
     b: &JsValue,

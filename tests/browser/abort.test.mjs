@@ -68,6 +68,33 @@ test('abort while the model hangs: aborted quickly, thread consistent, retry() r
   assert.deepEqual(errors.filter((e) => PANIC.test(e)), []);
 });
 
+test('abort while a custom provider\'s call() hangs and ignores request.signal: aborted quickly, thread consistent, retry() resumes', T, async (t) => {
+  const { page, errors } = await h.open(t);
+  const r = await run(page, async () => {
+    const { gh } = window;
+    let calls = 0;
+    // The first call never settles and never looks at request.signal; the second answers.
+    const call = () => (++calls === 1 ? new Promise(() => {}) : { text: 'Answered on retry.' });
+    const agent = await gh.Agent.open({ threadId: 'c', model: { provider: 'custom', call }, storage: { kind: 'memory' } });
+    const ac = new AbortController();
+    let abortedAt = 0;
+    setTimeout(() => { abortedAt = performance.now(); ac.abort(); }, 200);
+    const error = await gh.error(() => agent.chat('hello', { signal: ac.signal }));
+    const sinceAbortMs = performance.now() - abortedAt;
+    const status = agent.status();
+    const state = await agent.retry();
+    return { error, sinceAbortMs, status, after: state.status, messages: await agent.messages(), calls };
+  });
+  assert.equal(r.error?.name, 'GatehouseError');
+  assert.equal(r.error.code, 'aborted');
+  assert.ok(r.sinceAbortMs < 1000, `rejected ${r.sinceAbortMs} ms after abort()`);
+  assert.equal(r.status, 'interrupted', 'the user message is stored, unanswered');
+  assert.equal(r.after, 'completed');
+  assert.equal(r.calls, 2);
+  assert.deepEqual(r.messages.map(textOf), ['hello', 'Answered on retry.']);
+  assert.deepEqual(errors.filter((e) => PANIC.test(e)), []);
+});
+
 test('abort("some string reason") does not crash the wasm instance; the agent keeps working', T, async (t) => {
   const { page, errors } = await h.open(t);
   const sc = await h.scenario([{ fault: { hang: true } }, { text: 'Still alive.' }, { text: 'And again.' }]);
