@@ -13,6 +13,9 @@ use crate::js::results::{
     AgentState, ByName, EffectivePolicy, HandleConflict, RunStatus, StopReason,
 };
 use crate::store::StoreError;
+use js_sys::Promise;
+use std::future::Future;
+use std::pin::Pin;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -24,30 +27,39 @@ fn err(e: AgentError) -> JsValue {
     to_js_error(&e)
 }
 
-// An async method's `unchecked_return_type` is what its promise resolves to: wasm-bindgen
-// writes `Promise<…>` around it.
+/// The Promise of every async method. Each method clones what it needs and returns at once,
+/// so no borrow of the `Agent` outlives the call (a `free()` meanwhile drops only its handle),
+/// and one boxed future type means one copy of wasm-bindgen-futures' promise glue for all of
+/// them instead of one per method.
+fn promise(f: impl Future<Output = Result<JsValue, JsValue>> + 'static) -> Promise {
+    let f: Pin<Box<dyn Future<Output = Result<JsValue, JsValue>>>> = Box::pin(f);
+    wasm_bindgen_futures::future_to_promise(f)
+}
+
 #[wasm_bindgen]
 impl Agent {
     /// Opens (or creates) a thread: reads its record and tail, and re-gates a tool call whose
     /// execution was cut off by a closed page.
-    #[wasm_bindgen(js_name = open, unchecked_return_type = "Agent")]
-    pub async fn open(
+    #[wasm_bindgen(js_name = open, unchecked_return_type = "Promise<Agent>")]
+    pub fn open(
         #[wasm_bindgen(unchecked_param_type = "AgentOptions")] options: JsValue,
-    ) -> Result<Agent, JsValue> {
-        let o = options::parse(options).map_err(err)?;
-        let store = open_store(&o.storage).await?;
-        let s = driver::open(OpenOptions {
-            thread_id: o.thread_id,
-            store,
-            model: o.model,
-            instructions: o.instructions,
-            tools: o.tools,
-            config: o.config,
-            history_limit: o.history_limit,
+    ) -> Promise {
+        promise(async move {
+            let o = options::parse(options).map_err(err)?;
+            let store = open_store(&o.storage).await?;
+            let s = driver::open(OpenOptions {
+                thread_id: o.thread_id,
+                store,
+                model: o.model,
+                instructions: o.instructions,
+                tools: o.tools,
+                config: o.config,
+                history_limit: o.history_limit,
+            })
+            .await
+            .map_err(err)?;
+            Ok(Agent { s }.into())
         })
-        .await
-        .map_err(err)?;
-        Ok(Agent { s })
     }
 
     #[wasm_bindgen(getter, js_name = threadId)]
@@ -62,81 +74,87 @@ impl Agent {
     }
 
     /// Sends a user message and runs until the model answers or a tool call waits.
-    #[wasm_bindgen(unchecked_return_type = "AgentState")]
-    pub async fn chat(
+    #[wasm_bindgen(unchecked_return_type = "Promise<AgentState>")]
+    pub fn chat(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] message: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        let text = message
+    ) -> Promise {
+        let input = message
             .as_string()
-            .ok_or_else(|| invalid_config("chat(message): the message must be a string"))?;
-        if text.trim().is_empty() {
-            // Providers refuse empty turns; refuse it here, before anything is stored.
-            return Err(invalid_config("chat(message): the message is empty"));
-        }
-        self.run(Input::Message(text), options).await
+            .ok_or_else(|| invalid_config("chat(message): the message must be a string"))
+            .and_then(|text| {
+                // Providers refuse empty turns; refuse it here, before anything is stored.
+                if text.trim().is_empty() {
+                    return Err(invalid_config("chat(message): the message is empty"));
+                }
+                Ok(Input::Message(text))
+            });
+        self.run(input, options)
     }
 
     /// Decisions keyed by callId: `"approve"`, `"reject"` or `["reject", "reason"]`.
-    #[wasm_bindgen(js_name = submitDecisions, unchecked_return_type = "AgentState")]
-    pub async fn submit_decisions(
+    #[wasm_bindgen(js_name = submitDecisions, unchecked_return_type = "Promise<AgentState>")]
+    pub fn submit_decisions(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Decisions")] decisions: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        self.run(decisions_input(&decisions)?, options).await
+    ) -> Promise {
+        self.run(decisions_input(&decisions), options)
     }
 
     /// Outputs of external tools (tools without `execute`), keyed by callId.
-    #[wasm_bindgen(js_name = submitToolResults, unchecked_return_type = "AgentState")]
-    pub async fn submit_tool_results(
+    #[wasm_bindgen(js_name = submitToolResults, unchecked_return_type = "Promise<AgentState>")]
+    pub fn submit_tool_results(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Record<string, unknown>")] results: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        self.run(tool_results_input(&results)?, options).await
+    ) -> Promise {
+        self.run(tool_results_input(&results), options)
     }
 
     /// Continues an unanswered turn (after a network error) or an interrupted run, without
     /// adding a message.
-    #[wasm_bindgen(unchecked_return_type = "AgentState")]
-    pub async fn retry(
+    #[wasm_bindgen(unchecked_return_type = "Promise<AgentState>")]
+    pub fn retry(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        self.run(Input::Retry, options).await
+    ) -> Promise {
+        self.run(Ok(Input::Retry), options)
     }
 
     /// The documented one-endpoint form: `{ message }`, `{ decisions }` or `{ toolResults }`.
     /// A conflict resolves to `{ status: "conflict", error }` instead of throwing.
-    #[wasm_bindgen(unchecked_return_type = "AgentState | ConflictState")]
-    pub async fn handle(
+    #[wasm_bindgen(unchecked_return_type = "Promise<AgentState | ConflictState>")]
+    pub fn handle(
         &self,
         #[wasm_bindgen(unchecked_param_type = "HandleBody")] body: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        let body: HandleParams =
-            from_js(body).map_err(|e| invalid_config(format!("handle(body): {e}")))?;
-        let input = if let Some(d) = body.decisions {
-            decisions_input(&d)?
-        } else if let Some(r) = body.tool_results {
-            tool_results_input(&r)?
-        } else if let Some(text) = body.message.filter(|t| !t.trim().is_empty()) {
-            Input::Message(text)
-        } else {
-            return Err(invalid_config(
-                "handle(body): body must have `message` (a non-empty string), `decisions` or `toolResults`",
-            ));
-        };
-        let opts = options::run_options(options).map_err(err)?;
-        match driver::run(&self.s, input, &opts).await {
-            Ok(o) => Ok(self.state(o)),
-            Err(e) if e.code() == "conflict" => Ok(to_js(&HandleConflict::Conflict {
-                error: e.to_string(),
-            })),
-            Err(e) => Err(err(e)),
-        }
+    ) -> Promise {
+        let s = self.s.clone();
+        promise(async move {
+            let body: HandleParams =
+                from_js(body).map_err(|e| invalid_config(format!("handle(body): {e}")))?;
+            let input = if let Some(d) = body.decisions {
+                decisions_input(&d)?
+            } else if let Some(r) = body.tool_results {
+                tool_results_input(&r)?
+            } else if let Some(text) = body.message.filter(|t| !t.trim().is_empty()) {
+                Input::Message(text)
+            } else {
+                return Err(invalid_config(
+                    "handle(body): body must have `message` (a non-empty string), `decisions` or `toolResults`",
+                ));
+            };
+            let opts = options::run_options(options).map_err(err)?;
+            match driver::run(&s, input, &opts).await {
+                Ok(o) => Ok(state(&s, o)),
+                Err(e) if e.code() == "conflict" => Ok(to_js(&HandleConflict::Conflict {
+                    error: e.to_string(),
+                })),
+                Err(e) => Err(err(e)),
+            }
+        })
     }
 
     /// Entries of the last message whose approval is pending (synchronous: no I/O).
@@ -168,52 +186,57 @@ impl Agent {
 
     /// The thread, oldest first. With `{ limit, beforeIndex }` one page of it (indexes are
     /// 0-based positions in the thread), read without loading the rest.
-    #[wasm_bindgen(unchecked_return_type = "Message[]")]
-    pub async fn messages(
+    #[wasm_bindgen(unchecked_return_type = "Promise<Message[]>")]
+    pub fn messages(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "MessagesOptions")] options: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        let p: Option<MessagesParams> =
-            from_js(options).map_err(|e| invalid_config(format!("messages(options): {e}")))?;
-        let p = p.unwrap_or_default();
-        let limit = p
-            .limit
-            .map_or(u32::MAX, |n| n.clamp(0.0, u32::MAX as f64) as u32);
-        let before = p.before_index.map(|i| i.max(0.0) as u64 + 1);
+    ) -> Promise {
         let (store, thread) = {
             let g = self.s.borrow();
             (g.store.clone(), g.thread_id.clone())
         };
-        let rows = store
-            .page(&thread, before, limit)
-            .await
-            .map_err(|e| err(e.into()))?;
-        parse_json(&crate::store::page::json_array(&rows)).ok_or_else(|| {
-            err(AgentError::Store(StoreError::Corrupt(
-                "a stored message is not JSON".into(),
-            )))
+        promise(async move {
+            let p: Option<MessagesParams> =
+                from_js(options).map_err(|e| invalid_config(format!("messages(options): {e}")))?;
+            let p = p.unwrap_or_default();
+            let limit = p
+                .limit
+                .map_or(u32::MAX, |n| n.clamp(0.0, u32::MAX as f64) as u32);
+            let before = p.before_index.map(|i| i.max(0.0) as u64 + 1);
+            let rows = store
+                .page(&thread, before, limit)
+                .await
+                .map_err(|e| err(e.into()))?;
+            parse_json(&crate::store::page::json_array(&rows)).ok_or_else(|| {
+                err(AgentError::Store(StoreError::Corrupt(
+                    "a stored message is not JSON".into(),
+                )))
+            })
         })
     }
 
     /// Sets this thread's policy for one tool: `{ enabled?, autoApprove? }`; `null` resets a
     /// field to the tool's default. Persisted with the thread, inherited by no other thread.
-    #[wasm_bindgen(js_name = setToolPolicy)]
-    pub async fn set_tool_policy(
+    #[wasm_bindgen(js_name = setToolPolicy, unchecked_return_type = "Promise<void>")]
+    pub fn set_tool_policy(
         &self,
         name: String,
         #[wasm_bindgen(unchecked_param_type = "ToolPolicyUpdate")] policy: JsValue,
-    ) -> Result<(), JsValue> {
-        let change: PolicyParams =
-            from_js(policy).map_err(|e| invalid_config(format!("setToolPolicy: {e}")))?;
-        let p = PolicyChange {
-            enabled: change.enabled,
-            auto_approve: change.auto_approve,
-        }
-        .applied(&self.s.borrow().engine.state().policies, &name);
-        driver::run(&self.s, Input::SetPolicy(name, p), &RunOptions::default())
-            .await
-            .map_err(err)?;
-        Ok(())
+    ) -> Promise {
+        let s = self.s.clone();
+        promise(async move {
+            let change: PolicyParams =
+                from_js(policy).map_err(|e| invalid_config(format!("setToolPolicy: {e}")))?;
+            let p = PolicyChange {
+                enabled: change.enabled,
+                auto_approve: change.auto_approve,
+            }
+            .applied(&s.borrow().engine.state().policies, &name);
+            driver::run(&s, Input::SetPolicy(name, p), &RunOptions::default())
+                .await
+                .map_err(err)?;
+            Ok(JsValue::UNDEFINED)
+        })
     }
 
     /// The effective policy of every tool in this thread: `{ [name]: { enabled, autoApprove } }`.
@@ -233,68 +256,82 @@ impl Agent {
     }
 
     /// Re-reads the thread from storage (after another tab changed it).
-    pub async fn refresh(&self) -> Result<(), JsValue> {
-        if driver::running_here(&self.s.borrow()) || self.s.borrow().engine.is_running() {
-            return Err(err(AgentError::Engine(EngineError::Busy(
-                "a run is in progress".into(),
-            ))));
-        }
-        driver::reload(&self.s).await.map_err(err)
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn refresh(&self) -> Promise {
+        let s = self.s.clone();
+        promise(async move {
+            if driver::running_here(&s.borrow()) || s.borrow().engine.is_running() {
+                return Err(err(AgentError::Engine(EngineError::Busy(
+                    "a run is in progress".into(),
+                ))));
+            }
+            driver::reload(&s).await.map_err(err)?;
+            Ok(JsValue::UNDEFINED)
+        })
     }
 
     /// Threads stored in a database, newest first.
-    #[wasm_bindgen(js_name = listThreads, unchecked_return_type = "ThreadSummary[]")]
-    pub async fn list_threads(
+    #[wasm_bindgen(js_name = listThreads, unchecked_return_type = "Promise<ThreadSummary[]>")]
+    pub fn list_threads(
         #[wasm_bindgen(unchecked_optional_param_type = "StorageOptions")] storage: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        let store = open_store(&options::storage_options(storage).map_err(err)?).await?;
-        let list = driver::summaries(&store).await.map_err(err)?;
-        Ok(to_js(&list))
+    ) -> Promise {
+        promise(async move {
+            let store = open_store(&options::storage_options(storage).map_err(err)?).await?;
+            let list = driver::summaries(&store).await.map_err(err)?;
+            Ok(to_js(&list))
+        })
     }
 
     /// Deletes a thread and its messages.
-    #[wasm_bindgen(js_name = deleteThread)]
-    pub async fn delete_thread(
+    #[wasm_bindgen(js_name = deleteThread, unchecked_return_type = "Promise<void>")]
+    pub fn delete_thread(
         thread_id: String,
         #[wasm_bindgen(unchecked_optional_param_type = "StorageOptions")] storage: JsValue,
-    ) -> Result<(), JsValue> {
-        let store = open_store(&options::storage_options(storage).map_err(err)?).await?;
-        store.delete(&thread_id).await.map_err(|e| err(e.into()))
+    ) -> Promise {
+        promise(async move {
+            let store = open_store(&options::storage_options(storage).map_err(err)?).await?;
+            store.delete(&thread_id).await.map_err(|e| err(e.into()))?;
+            Ok(JsValue::UNDEFINED)
+        })
     }
 }
 
 impl Agent {
-    async fn run(&self, input: Input, options: JsValue) -> Result<JsValue, JsValue> {
-        let opts = options::run_options(options).map_err(err)?;
-        let outcome = driver::run(&self.s, input, &opts).await.map_err(err)?;
-        Ok(self.state(outcome))
-    }
-
-    /// What a run resolves to: how it ended and the thread's last message.
-    fn state(&self, outcome: Option<Outcome>) -> JsValue {
-        let g = self.s.borrow();
-        let status = match outcome {
-            Some(Outcome::Completed { .. }) => RunStatus::Completed,
-            Some(Outcome::AwaitingApproval) => RunStatus::AwaitingApproval,
-            Some(Outcome::AwaitingToolResults) => RunStatus::AwaitingToolResults,
-            None => match g.engine.status() {
-                ThreadStatus::AwaitingApproval => RunStatus::AwaitingApproval,
-                ThreadStatus::AwaitingToolResults => RunStatus::AwaitingToolResults,
-                ThreadStatus::Idle | ThreadStatus::Interrupted => RunStatus::Completed,
-            },
-        };
-        let max_steps = matches!(
-            outcome,
-            Some(Outcome::Completed {
-                max_steps_reached: true
-            })
-        );
-        to_js(&AgentState {
-            status,
-            message: g.engine.tail(),
-            stop_reason: max_steps.then_some(StopReason::MaxSteps),
+    /// A run of `input` (or its error) with the caller's run options.
+    fn run(&self, input: Result<Input, JsValue>, options: JsValue) -> Promise {
+        let s = self.s.clone();
+        promise(async move {
+            let opts = options::run_options(options).map_err(err)?;
+            let outcome = driver::run(&s, input?, &opts).await.map_err(err)?;
+            Ok(state(&s, outcome))
         })
     }
+}
+
+/// What a run resolves to: how it ended and the thread's last message.
+fn state(s: &Shared, outcome: Option<Outcome>) -> JsValue {
+    let g = s.borrow();
+    let status = match outcome {
+        Some(Outcome::Completed { .. }) => RunStatus::Completed,
+        Some(Outcome::AwaitingApproval) => RunStatus::AwaitingApproval,
+        Some(Outcome::AwaitingToolResults) => RunStatus::AwaitingToolResults,
+        None => match g.engine.status() {
+            ThreadStatus::AwaitingApproval => RunStatus::AwaitingApproval,
+            ThreadStatus::AwaitingToolResults => RunStatus::AwaitingToolResults,
+            ThreadStatus::Idle | ThreadStatus::Interrupted => RunStatus::Completed,
+        },
+    };
+    let max_steps = matches!(
+        outcome,
+        Some(Outcome::Completed {
+            max_steps_reached: true
+        })
+    );
+    to_js(&AgentState {
+        status,
+        message: g.engine.tail(),
+        stop_reason: max_steps.then_some(StopReason::MaxSteps),
+    })
 }
 
 async fn open_store(s: &Storage) -> Result<Store, JsValue> {
