@@ -45,6 +45,7 @@ pkg:
 test-types: pkg
 	node tests/types/gen-fixtures.mjs
 	npx tsc -p tests/types
+	node tests/types/check-codes.mjs
 	@if grep -lE 'wasm_bindgen__|__wbindgen|__wbg_' pkg/*.d.ts; then echo "wasm internals in the shipped types"; exit 1; fi
 	@echo "types: ok"
 
