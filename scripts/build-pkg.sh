@@ -60,6 +60,8 @@ sed "s|__ERROR_MODULE__|./$error_module|" pkg-template/gatehouse.js > pkg/gateho
 cp pkg-template/gatehouse.d.ts pkg-template/package.json pkg-template/README.md LICENSE pkg/
 version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
 sed -i "s/\"version\": \"[^\"]*\"/\"version\": \"$version\"/" pkg/package.json
+# The CDN URLs in the package README name the version being built.
+sed -i "s/gatehouse-agent@[0-9][0-9A-Za-z.+-]*/gatehouse-agent@$version/g" pkg/README.md
 
 size() { printf '%-24s %8d B raw %8d B gzip -9\n' "$1" "$(wc -c < "$2")" "$(gzip -9 -c "$2" | wc -c)"; }
 # What a page downloads: the wasm, and the JS modules (the entry, wasm-bindgen's module and
