@@ -98,6 +98,13 @@ export class Agent {
   status() { return this.#live("status").status(); }
   lastMessage() { return this.#live("lastMessage").lastMessage(); }
   toolPolicies() { return this.#live("toolPolicies").toolPolicies(); }
+  subscribe(listener) {
+    if (typeof listener !== "function") {
+      throw new GatehouseError("invalid_config", "subscribe(listener): the listener must be a function", false);
+    }
+    // Nothing is heard after dispose(), even from a call that finishes after it.
+    return this.#live("subscribe").subscribe((change) => { if (!this.#disposed) listener(change); });
+  }
   get threadId() { return this.#live("threadId").threadId; }
   get messageCount() { return this.#live("messageCount").messageCount; }
 

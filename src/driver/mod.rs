@@ -4,6 +4,7 @@
 pub mod error;
 pub mod events;
 pub mod fetch;
+pub mod live;
 pub mod locks;
 pub mod model;
 pub mod store;
@@ -60,6 +61,8 @@ pub struct Session {
     /// Results this run computed whose write was refused because another agent took the
     /// thread over (a lapsed lease): offered as late results when the run ends.
     refused: Vec<(String, String)>,
+    /// Listeners and the thread's channel (`live`).
+    live: live::Live,
 }
 
 pub type Shared = Rc<RefCell<Session>>;
@@ -127,7 +130,10 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
         running: false,
         leased: false,
         refused: Vec::new(),
+        live: live::Live::default(),
     }));
+    let name = session.borrow().lock.clone();
+    live::connect(&session, &name);
     let mut snap = snap;
     for _ in 0..3 {
         let probe = observe(&session, &snap).await;
@@ -216,6 +222,15 @@ pub async fn summaries(store: &Store) -> Result<Vec<ThreadSummary>, AgentError> 
         out.push(ThreadSummary::new(r, probe, now()));
     }
     Ok(out)
+}
+
+/// `agent.status()`: "running" while this agent or, as far as this view knows, another one
+/// runs the thread; else the engine's status of the view.
+pub fn status(s: &Session) -> &'static str {
+    if running_here(s) || running_elsewhere(s) {
+        return "running";
+    }
+    s.engine.status().as_str()
 }
 
 /// Whether this agent is running a call now.
@@ -408,6 +423,8 @@ async fn finish(
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(late_result(s, call_id, Ok(Value::String(result))));
     }
+    // The run is over ("running" no more, its lease gone): heard here and elsewhere.
+    live::changed(s);
     result
 }
 
@@ -644,6 +661,7 @@ async fn persist(
                     message: Cow::Borrowed(m),
                 });
             }
+            live::changed(s);
             Ok(())
         }
         Err(e) => {

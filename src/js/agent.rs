@@ -172,11 +172,19 @@ impl Agent {
     /// `"idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "running"`.
     #[wasm_bindgen(unchecked_return_type = "ThreadStatus")]
     pub fn status(&self) -> String {
-        let g = self.s.borrow();
-        if driver::running_here(&g) || driver::running_elsewhere(&g) {
-            return "running".to_owned();
-        }
-        g.engine.status().as_str().to_owned()
+        driver::status(&self.s.borrow()).to_owned()
+    }
+
+    /// Calls `listener` after every change to the thread — by this agent, by another `Agent`
+    /// on it in this page, or by another tab — with its status and last message. Returns the
+    /// function that unsubscribes.
+    #[wasm_bindgen(unchecked_return_type = "() => void")]
+    pub fn subscribe(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "(change: ThreadChange) => void")]
+        listener: js_sys::Function,
+    ) -> js_sys::Function {
+        driver::live::subscribe(&self.s, listener)
     }
 
     #[wasm_bindgen(js_name = lastMessage, unchecked_return_type = "Message | null")]

@@ -152,6 +152,13 @@ export interface ThreadSummary {
   /** What `agent.status()` would say, read from the thread record alone. */
   status: ThreadStatus;
 }
+/** What a `subscribe()` listener receives after a change to the thread (here or elsewhere). */
+export interface ThreadChange {
+  threadId: string;
+  /** What `agent.status()` says now. */
+  status: ThreadStatus;
+  lastMessage: Message | null;
+}
 
 /** The `code` of a `GatehouseError`: the Rust errors' codes (`AgentError::code`), then the
  *  lifecycle codes of the package entry (`disposed`, `not_initialized`). */

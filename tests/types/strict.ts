@@ -13,6 +13,7 @@ import init, {
   type FromSchema,
   type GatehouseErrorCode,
   type Message,
+  type ThreadChange,
   type ThreadStatus,
   type ThreadSummary,
   type ToolEntry,
@@ -57,6 +58,19 @@ export const maybe: Decisions = { toolu_01: "maybe" };
 // @ts-expect-error an approval takes no comment
 export const noted: Decisions = { toolu_01: ["approve", "fine"] };
 export const good: Decisions = { a: "approve", b: "reject", c: ["reject", "Not this file"] };
+
+// --- Live threads: a listener of ThreadChange, an unsubscribe function back.
+const unsubscribe: () => void = agent.subscribe((c: ThreadChange) => {
+  const s: ThreadStatus = c.status;
+  const last: Message | null = c.lastMessage;
+  const id: string = c.threadId;
+  return [s, last, id];
+});
+export const live = [unsubscribe];
+// @ts-expect-error a listener is a function
+agent.subscribe("on change");
+// @ts-expect-error a change has no `state` field
+agent.subscribe((c) => c.state);
 
 // --- Tool inputs inferred from the schema, in execute and approvalPolicy.
 export const deleteFile = defineTool({

@@ -1,0 +1,133 @@
+//! Live threads (docs/design.md, "Live threads"): after every change to a thread, this agent's
+//! listeners hear of it, and so does every other `Agent` on the same database and thread, in
+//! this page or another tab, through a `BroadcastChannel` named like the thread's Web Lock. A
+//! view that a notice made stale reloads itself (unless it is running: the run owns the
+//! thread), so its next call works instead of failing with `conflict`. Where there is no
+//! `BroadcastChannel`, only this agent's own changes are heard.
+
+use super::{Session, Shared, reload};
+use crate::js::convert::to_js;
+use crate::thread::Message;
+use js_sys::Function;
+use serde::Serialize;
+use std::rc::{Rc, Weak};
+use std::cell::RefCell;
+use wasm_bindgen::prelude::*;
+use web_sys::{BroadcastChannel, MessageEvent};
+
+/// This agent's listeners and its end of the thread's channel.
+#[derive(Default)]
+pub struct Live {
+    listeners: Vec<(u32, Function)>,
+    next_id: u32,
+    channel: Option<BroadcastChannel>,
+    _on_notice: Option<Closure<dyn FnMut(MessageEvent)>>,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(c) = self.channel.take() {
+            c.set_onmessage(None);
+            c.close();
+        }
+    }
+}
+
+/// What a listener receives.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Change<'a> {
+    thread_id: &'a str,
+    status: &'static str,
+    last_message: Option<&'a Message>,
+}
+
+/// Opens the thread's channel for `s` (named `name`), if the platform has one.
+pub fn connect(s: &Shared, name: &str) {
+    let global = js_sys::global();
+    if !js_sys::Reflect::has(&global, &"BroadcastChannel".into()).unwrap_or(false) {
+        return;
+    }
+    let Ok(channel) = BroadcastChannel::new(name) else {
+        return;
+    };
+    // Node keeps a process alive while a channel is open: not for this one.
+    if let Ok(unref) = js_sys::Reflect::get(&channel, &"unref".into()) {
+        if let Some(unref) = unref.dyn_ref::<Function>() {
+            let _ = unref.call0(&channel);
+        }
+    }
+    let weak: Weak<RefCell<Session>> = Rc::downgrade(s);
+    let on_notice = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
+        let Some(s) = weak.upgrade() else { return };
+        let version = e.data().as_f64();
+        let stale = {
+            let g = s.borrow();
+            !g.running && version.is_none_or(|v| v != g.version as f64)
+        };
+        if stale {
+            wasm_bindgen_futures::spawn_local(async move {
+                if reload(&s).await.is_ok() {
+                    tell(&s);
+                }
+            });
+        }
+    });
+    channel.set_onmessage(Some(on_notice.as_ref().unchecked_ref()));
+    let mut g = s.borrow_mut();
+    g.live.channel = Some(channel);
+    g.live._on_notice = Some(on_notice);
+}
+
+/// Adds a listener; returns the function that removes it.
+pub fn subscribe(s: &Shared, listener: Function) -> Function {
+    let id = {
+        let mut g = s.borrow_mut();
+        g.live.next_id += 1;
+        let id = g.live.next_id;
+        g.live.listeners.push((id, listener));
+        id
+    };
+    let weak = Rc::downgrade(s);
+    let unsubscribe = Closure::<dyn FnMut()>::new(move || {
+        if let Some(s) = weak.upgrade() {
+            s.borrow_mut().live.listeners.retain(|(i, _)| *i != id);
+        }
+    });
+    unsubscribe.into_js_value().unchecked_into()
+}
+
+/// The thread changed here: tell this agent's listeners and the other agents on it.
+pub fn changed(s: &Shared) {
+    let notice = {
+        let g = s.borrow();
+        g.live.channel.clone().map(|c| (c, g.version as f64))
+    };
+    if let Some((channel, version)) = notice {
+        let _ = channel.post_message(&JsValue::from_f64(version));
+    }
+    tell(s);
+}
+
+/// Calls this agent's listeners with the thread's status and last message. A listener that
+/// throws does not stop the others (it is reported on the console).
+fn tell(s: &Shared) {
+    let (listeners, change) = {
+        let g = s.borrow();
+        if g.live.listeners.is_empty() {
+            return;
+        }
+        let change = to_js(&Change {
+            thread_id: &g.thread_id,
+            status: super::status(&g),
+            last_message: g.engine.tail(),
+        });
+        let listeners: Vec<Function> = g.live.listeners.iter().map(|(_, f)| f.clone()).collect();
+        (listeners, change)
+    };
+    for f in listeners {
+        if let Err(e) = f.call1(&JsValue::NULL, &change) {
+            web_sys::console::error_2(&"gatehouse: a subscribe() listener threw".into(), &e);
+        }
+    }
+}
