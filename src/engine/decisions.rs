@@ -41,6 +41,8 @@ impl DecisionKind {
     }
 }
 
+const NOT_NAMES: &str = "`allowedDecisions` must be an array of decision names";
+
 /// The decisions a tool accepts (`allowedDecisions`); all three by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AllowedDecisions(u8);
@@ -55,9 +57,17 @@ impl AllowedDecisions {
     /// Reads a tool's `allowedDecisions` list: names out of `approve`, `reject`, `edit`, at
     /// least one (repeats are harmless).
     pub fn parse<S: AsRef<str>>(names: &[S]) -> Result<Self, String> {
+        Self::from_json(&Value::from(
+            names.iter().map(|n| n.as_ref()).collect::<Vec<&str>>(),
+        ))
+    }
+
+    /// [`AllowedDecisions::parse`] of the JSON value the JS option is read as.
+    pub fn from_json(names: &Value) -> Result<Self, String> {
+        let not_names = || NOT_NAMES.to_owned();
         let mut bits = 0;
-        for name in names {
-            let name = name.as_ref();
+        for name in names.as_array().ok_or_else(not_names)? {
+            let name = name.as_str().ok_or_else(not_names)?;
             let kind = DecisionKind::ALL
                 .into_iter()
                 .find(|k| k.as_str() == name)
@@ -80,12 +90,24 @@ impl AllowedDecisions {
     }
 
     /// The allowed names, in the order approve, reject, edit.
-    pub fn names(self) -> Vec<&'static str> {
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
         DecisionKind::ALL
             .into_iter()
-            .filter(|k| self.allows(*k))
+            .filter(move |k| self.allows(*k))
             .map(DecisionKind::as_str)
-            .collect()
+    }
+}
+
+/// As JSON: `["approve", "reject"]`.
+impl std::fmt::Display for AllowedDecisions {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("[")?;
+        for (i, name) in self.names().enumerate() {
+            f.write_str(if i == 0 { "\"" } else { ", \"" })?;
+            f.write_str(name)?;
+            f.write_str("\"")?;
+        }
+        f.write_str("]")
     }
 }
 
@@ -192,11 +214,18 @@ mod tests {
     #[test]
     fn allowed_decisions_name_one_to_three_kinds() {
         assert_eq!(
-            AllowedDecisions::default().names(),
-            ["approve", "reject", "edit"]
+            AllowedDecisions::default().to_string(),
+            r#"["approve", "reject", "edit"]"#
         );
         let ar = AllowedDecisions::parse(&["reject", "approve", "reject"]).unwrap();
-        assert_eq!(ar.names(), ["approve", "reject"]);
+        assert_eq!(ar.to_string(), r#"["approve", "reject"]"#);
+        for bad in [json!("approve"), json!(["approve", 1]), json!(null)] {
+            let e = AllowedDecisions::from_json(&bad).unwrap_err();
+            assert!(
+                e.contains("must be an array of decision names"),
+                "{bad}: {e}"
+            );
+        }
         assert!(!ar.allows(DecisionKind::Edit));
         assert!(
             AllowedDecisions::parse(&["edit"])

@@ -541,11 +541,11 @@ impl Engine {
         if let Some(t) = tool.filter(|t| !t.allowed_decisions.allows(kind)) {
             return Err(invalid(format!(
                 "\"{}\" is not an allowed decision for \"{}\" (tool \"{}\"): its \
-                 allowedDecisions are [\"{}\"]",
+                 allowedDecisions are {}",
                 kind.as_str(),
                 e.call_id,
                 t.name,
-                t.allowed_decisions.names().join("\", \"")
+                t.allowed_decisions
             )));
         }
         let Decision::Edit(inputs) = decision else {
@@ -559,13 +559,17 @@ impl Engine {
         };
         // The inputs are the decision's own JSON value; the copy is what the schema walks.
         schema::validate(&tool.schema, &Value::Object(inputs.clone())).map_err(|errors| {
-            let details: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            invalid(format!(
-                "the edited inputs for \"{}\" do not match the schema of \"{}\": {}",
-                e.call_id,
-                e.name,
-                details.join("; ")
-            ))
+            let mut message = format!(
+                "the edited inputs for \"{}\" do not match the schema of \"{}\": ",
+                e.call_id, e.name
+            );
+            for (i, error) in errors.iter().enumerate() {
+                if i > 0 {
+                    message.push_str("; ");
+                }
+                message.push_str(&error.to_string());
+            }
+            invalid(message)
         })
     }
 

@@ -27,8 +27,8 @@ pub fn edited_result(
     inputs: &Map<String, Value>,
     result: &str,
 ) -> String {
-    let proposed = serde_json::to_string(proposed).unwrap_or_default();
-    let inputs = serde_json::to_string(inputs).unwrap_or_default();
+    let proposed = json_text(&Value::Object(proposed.clone()));
+    let inputs = json_text(&Value::Object(inputs.clone()));
     let mut s = String::with_capacity(160 + proposed.len() + inputs.len() + result.len());
     s.push_str(
         "TOOL EXECUTED WITH EDITED ARGUMENTS. The user changed the arguments before approving \

@@ -71,7 +71,8 @@ struct ToolParams {
     enabled: Option<bool>,
     auto_approve: Option<bool>,
     idempotent: Option<bool>,
-    allowed_decisions: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "js_object")]
+    allowed_decisions: Option<JsValue>,
     #[serde(default, deserialize_with = "js_object")]
     execute: Option<Function>,
     #[serde(default, deserialize_with = "js_object")]
@@ -200,9 +201,10 @@ fn tool(t: ToolParams) -> Result<JsTool, AgentError> {
     spec.enabled = t.enabled.unwrap_or(true);
     spec.auto_approve = t.auto_approve.unwrap_or(false);
     spec.idempotent = t.idempotent.unwrap_or(false);
-    if let Some(names) = &t.allowed_decisions {
-        spec.allowed_decisions =
-            AllowedDecisions::parse(names).map_err(|e| bad(format!("tool \"{}\": {e}", t.name)))?;
+    // Read as JSON, like the schema: a `Vec<String>` field would cost its own deserializer.
+    if let Some(v) = json("allowedDecisions", t.allowed_decisions)? {
+        spec.allowed_decisions = AllowedDecisions::from_json(&v)
+            .map_err(|e| bad(format!("tool \"{}\": {e}", t.name)))?;
     }
     spec.external = t.execute.is_none();
     spec.has_policy = t.approval_policy.is_some();
