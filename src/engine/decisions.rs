@@ -98,7 +98,7 @@ impl AllowedDecisions {
     }
 }
 
-/// As JSON: `["approve", "reject"]`.
+/// The allowed names as the refusal message lists them: `["approve", "reject"]`.
 impl std::fmt::Display for AllowedDecisions {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("[")?;
