@@ -95,6 +95,42 @@ fn user_assistant_and_result_messages_round_trip() {
 }
 
 #[test]
+fn an_edited_entry_adds_only_proposed_inputs_after_the_documented_keys() {
+    let r = round_trip("thread/tool_call_result_edited.json");
+    let e = &r.tool_results().unwrap()[0];
+    let (proposed, inputs) = (e.proposed_inputs.as_ref().unwrap(), &e.inputs);
+    assert_eq!(
+        inputs["path"], "C:/logs/old",
+        "inputs are the inputs that ran"
+    );
+    assert_eq!(proposed["path"], "C:/logs");
+    assert_eq!(
+        e.result.as_deref(),
+        Some(
+            gatehouse_agent::engine::results::edited_result(proposed, inputs, r#"{"deleted":3}"#)
+                .as_str()
+        )
+    );
+    let v = serde_json::to_value(&r).unwrap();
+    let keys: Vec<&String> = v["tools"][0].as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "callId",
+            "name",
+            "description",
+            "parameters",
+            "inputs",
+            "result",
+            "approval",
+            "approvalReason",
+            "rejectReason",
+            "proposedInputs"
+        ]
+    );
+}
+
+#[test]
 fn other_content_blocks_and_text_meta_survive_a_round_trip() {
     let m = round_trip("thread/mixed_blocks.json");
     assert_eq!(m.text(), "Answer");

@@ -11,7 +11,8 @@ use super::decisions::{Decision, parse_payload};
 use super::error::EngineError;
 use super::model::{ModelOutput, ModelToolCall};
 use super::results::{
-    REGATE_REASON, UNRECORDED_REASON, code, error_result, output_to_result, rejection_text,
+    REGATE_REASON, UNRECORDED_REASON, code, edited_result, error_result, output_to_result,
+    rejection_text,
 };
 use super::state::{Commit, RunJournal, ThreadState, ThreadStatus, shrink_message_results};
 use super::tools::{Gate, PolicyVerdict, ToolPolicy, ToolSet, ToolSpec};
@@ -411,7 +412,7 @@ impl Engine {
             Phase::WaitingTool(id) if id == call_id => {}
             _ => return Err(unexpected("a tool outcome")),
         }
-        let result = tool_result(outcome);
+        let result = self.model_result(call_id, tool_result(outcome));
         self.now = now_ms;
         if let Some(run) = &mut self.state.run {
             run.record(call_id, result);
@@ -483,27 +484,22 @@ impl Engine {
                 });
             }
         }
+        for (call_id, decision) in &decisions {
+            if let Some(e) = entries.iter().find(|e| e.call_id == *call_id) {
+                self.check_decision(e, decision)?;
+            }
+        }
         let journal = self
             .state
             .run
             .get_or_insert_with(|| RunJournal::new(tail.id.clone()));
         for (call_id, decision) in decisions {
             if let Some(e) = entries.iter_mut().find(|e| e.call_id == call_id) {
-                // The record is what lets the call run; the tail is what a UI reads.
-                journal.decide(&call_id, decision == Decision::Approve, &e.inputs);
-                let Some(a) = e.approval.as_mut() else {
-                    continue;
-                };
-                match decision {
-                    Decision::Approve => {
-                        a.state = ApprovalState::Approved;
-                        a.reject_reason = None;
-                    }
-                    Decision::Reject(reason) => {
-                        a.state = ApprovalState::Rejected;
-                        a.reject_reason = reason;
-                    }
-                }
+                apply_decision(e, decision);
+                // The record is what lets the call run, for exactly the inputs the entry now
+                // shows; the tail is what a UI reads.
+                let approved = e.approval_state() == Some(ApprovalState::Approved);
+                journal.decide(&call_id, approved, &e.inputs);
             }
         }
         let complete = !entries.iter().any(ToolEntry::is_pending);
@@ -531,6 +527,64 @@ impl Engine {
             self.finish(Outcome::AwaitingApproval);
         }
         Ok(())
+    }
+
+    /// Refuses a decision the call's tool does not allow, and an edit whose inputs fail the
+    /// tool's schema (docs/design.md, "Approval semantics").
+    fn check_decision(&self, e: &ToolEntry, decision: &Decision) -> Result<(), EngineError> {
+        let invalid = |message: String| EngineError::InvalidDecision {
+            call_id: Some(e.call_id.clone()),
+            message,
+        };
+        let tool = self.tools.get(&e.name);
+        let kind = decision.kind();
+        if let Some(t) = tool.filter(|t| !t.allowed_decisions.allows(kind)) {
+            return Err(invalid(format!(
+                "\"{}\" is not an allowed decision for \"{}\" (tool \"{}\"): its \
+                 allowedDecisions are {}",
+                kind.as_str(),
+                e.call_id,
+                t.name,
+                t.allowed_decisions
+            )));
+        }
+        let Decision::Edit(inputs) = decision else {
+            return Ok(());
+        };
+        let Some(tool) = tool else {
+            return Err(invalid(format!(
+                "cannot edit \"{}\": this agent has no tool \"{}\" to check the inputs against",
+                e.call_id, e.name
+            )));
+        };
+        // The inputs are the decision's own JSON value; the copy is what the schema walks.
+        schema::validate(&tool.schema, &Value::Object(inputs.clone())).map_err(|errors| {
+            let mut message = format!(
+                "the edited inputs for \"{}\" do not match the schema of \"{}\": ",
+                e.call_id, e.name
+            );
+            for (i, error) in errors.iter().enumerate() {
+                if i > 0 {
+                    message.push_str("; ");
+                }
+                message.push_str(&error.to_string());
+            }
+            invalid(message)
+        })
+    }
+
+    /// The result string the model gets for a call that ran: the tool's own, or, for a call
+    /// a human edited, [`edited_result`] around it.
+    fn model_result(&self, call_id: &str, result: String) -> String {
+        let edited = self
+            .tail_calls()
+            .iter()
+            .find(|e| e.call_id == call_id)
+            .and_then(|e| Some((e.proposed_inputs.as_ref()?, &e.inputs)));
+        match edited {
+            Some((proposed, inputs)) => edited_result(proposed, inputs, &result),
+            None => result,
+        }
     }
 
     /// Outputs of external tools (docs/design.md, "Approval semantics"), by call id; partial submissions are kept.
@@ -562,9 +616,13 @@ impl Engine {
             });
         }
         self.now = now_ms;
+        let results: Vec<(&String, String)> = map
+            .iter()
+            .map(|(id, v)| (id, self.model_result(id, output_to_result(v))))
+            .collect();
         if let Some(run) = &mut self.state.run {
-            for (id, v) in map {
-                run.record(id, output_to_result(v));
+            for (id, result) in results {
+                run.record(id, result);
             }
         }
         if waiting.len() > map.len() {
@@ -674,7 +732,11 @@ impl Engine {
             a.state = ApprovalState::Approved;
         }
         run.decide(call_id, true, &e.inputs);
-        run.record(call_id, tool_result(outcome));
+        let result = match &e.proposed_inputs {
+            Some(proposed) => edited_result(proposed, &e.inputs, &tool_result(outcome)),
+            None => tool_result(outcome),
+        };
+        run.record(call_id, result);
         self.now = now_ms;
         self.replace_tail(tail);
         Ok(true)
@@ -969,6 +1031,40 @@ impl Engine {
 
 fn is_rejected(e: &ToolEntry) -> bool {
     e.approval_state() == Some(ApprovalState::Rejected)
+}
+
+/// Stages one checked decision on its entry. `approve` approves the inputs the entry shows
+/// (edited or not); `reject` drops an edit, since nothing will run; an edit replaces the
+/// inputs and keeps the model's own as `proposedInputs` while they differ.
+fn apply_decision(e: &mut ToolEntry, decision: Decision) {
+    let Some(a) = e.approval.as_mut() else {
+        return;
+    };
+    match decision {
+        Decision::Approve => {
+            a.state = ApprovalState::Approved;
+            a.reject_reason = None;
+        }
+        Decision::Reject(reason) => {
+            a.state = ApprovalState::Rejected;
+            a.reject_reason = reason;
+            if let Some(proposed) = e.proposed_inputs.take() {
+                e.inputs = proposed;
+            }
+        }
+        Decision::Edit(inputs) => {
+            a.state = ApprovalState::Approved;
+            a.reject_reason = None;
+            let proposed = e
+                .proposed_inputs
+                .take()
+                .unwrap_or_else(|| std::mem::take(&mut e.inputs));
+            if proposed != inputs {
+                e.proposed_inputs = Some(proposed);
+            }
+            e.inputs = inputs;
+        }
+    }
 }
 
 fn unexpected(what: &str) -> EngineError {

@@ -11,7 +11,7 @@ pub mod results;
 mod state;
 mod tools;
 
-pub use decisions::{Decision, parse_payload};
+pub use decisions::{AllowedDecisions, Decision, DecisionKind, parse_payload};
 pub use error::EngineError;
 pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};
 pub use model::{ModelOutput, ModelToolCall};

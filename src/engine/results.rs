@@ -1,7 +1,7 @@
 //! The result strings the model sees for calls that did not run normally.
 
 use crate::thread::json_text;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// Neuron's default reason. With the template's own ". " it reads "provided.. Do not", byte
 /// for byte as Neuron produces it (docs/design.md, "Approval semantics").
@@ -16,6 +16,29 @@ pub fn rejection_text(reason: Option<&str>) -> String {
     s.push_str(
         ". Do not attempt this tool again. Follow the user's instruction or reconsider your plan.",
     );
+    s
+}
+
+/// What the model sees for a call a human edited before approving it: what it proposed, what
+/// ran, then the tool's result string (docs/design.md, "Approval semantics"). The inputs are
+/// compact JSON in their own key order.
+pub fn edited_result(
+    proposed: &Map<String, Value>,
+    inputs: &Map<String, Value>,
+    result: &str,
+) -> String {
+    let proposed = json_text(&Value::Object(proposed.clone()));
+    let inputs = json_text(&Value::Object(inputs.clone()));
+    let mut s = String::with_capacity(160 + proposed.len() + inputs.len() + result.len());
+    s.push_str(
+        "TOOL EXECUTED WITH EDITED ARGUMENTS. The user changed the arguments before approving \
+         this action. You proposed: ",
+    );
+    s.push_str(&proposed);
+    s.push_str(". It ran with: ");
+    s.push_str(&inputs);
+    s.push_str(". Result: ");
+    s.push_str(result);
     s
 }
 
@@ -83,6 +106,22 @@ mod tests {
             "TOOL NOT EXECUTED. The user rejected this action. User instruction: Use the cached \
              report. Do not attempt this tool again. Follow the user's instruction or reconsider \
              your plan."
+        );
+    }
+
+    #[test]
+    fn edited_result_is_byte_exact() {
+        let proposed = json!({"path": "/var/log", "force": true});
+        let inputs = json!({"path": "/var/log/old", "force": false});
+        assert_eq!(
+            edited_result(
+                proposed.as_object().unwrap(),
+                inputs.as_object().unwrap(),
+                r#"{"deleted":3}"#
+            ),
+            "TOOL EXECUTED WITH EDITED ARGUMENTS. The user changed the arguments before \
+             approving this action. You proposed: {\"path\":\"/var/log\",\"force\":true}. It \
+             ran with: {\"path\":\"/var/log/old\",\"force\":false}. Result: {\"deleted\":3}"
         );
     }
 

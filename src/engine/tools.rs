@@ -1,6 +1,7 @@
 //! Tool definitions as the engine sees them, per-thread policies, and the gating precedence
 //! (docs/design.md, "Approval semantics").
 
+use super::decisions::AllowedDecisions;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -25,6 +26,8 @@ pub struct ToolSpec {
     pub idempotent: bool,
     /// No `execute`: the app supplies the result with `submitToolResults` (docs/design.md, "Approval semantics").
     pub external: bool,
+    /// The decisions a human may give its gated calls (`allowedDecisions`).
+    pub allowed_decisions: AllowedDecisions,
 }
 
 impl ToolSpec {
@@ -41,6 +44,7 @@ impl ToolSpec {
             auto_approve: false,
             idempotent: false,
             external: false,
+            allowed_decisions: AllowedDecisions::default(),
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::driver::events::Emitter;
 use crate::driver::model::ModelHandle;
 use crate::driver::store::StorageKind;
 use crate::driver::tools::JsTool;
-use crate::engine::{EngineConfig, Setting, ToolSpec, check_tool_name};
+use crate::engine::{AllowedDecisions, EngineConfig, Setting, ToolSpec, check_tool_name};
 use crate::js::convert::{from_js, js_object, json_value};
 use crate::providers::{ModelConfig, ProviderKind, RetryPolicy};
 use js_sys::Function;
@@ -71,6 +71,8 @@ struct ToolParams {
     enabled: Option<bool>,
     auto_approve: Option<bool>,
     idempotent: Option<bool>,
+    #[serde(default, deserialize_with = "js_object")]
+    allowed_decisions: Option<JsValue>,
     #[serde(default, deserialize_with = "js_object")]
     execute: Option<Function>,
     #[serde(default, deserialize_with = "js_object")]
@@ -199,6 +201,11 @@ fn tool(t: ToolParams) -> Result<JsTool, AgentError> {
     spec.enabled = t.enabled.unwrap_or(true);
     spec.auto_approve = t.auto_approve.unwrap_or(false);
     spec.idempotent = t.idempotent.unwrap_or(false);
+    // Read as JSON, like the schema: a `Vec<String>` field would cost its own deserializer.
+    if let Some(v) = json("allowedDecisions", t.allowed_decisions)? {
+        spec.allowed_decisions = AllowedDecisions::from_json(&v)
+            .map_err(|e| bad(format!("tool \"{}\": {e}", t.name)))?;
+    }
     spec.external = t.execute.is_none();
     spec.has_policy = t.approval_policy.is_some();
     Ok(JsTool {

@@ -33,6 +33,9 @@ export interface ToolEntry {
   approvalReason?: string | null;
   /** The human's reason, set only when rejected. */
   rejectReason?: string | null;
+  /** Only on an entry a human edited (`["edit", inputs]`): the model's own arguments, while
+   *  `inputs` holds the edited ones, which are what runs. */
+  proposedInputs?: Record<string, unknown>;
 }
 
 export interface UserMessage {
@@ -53,7 +56,14 @@ export interface ToolCallResultMessage {
 }
 export type Message = UserMessage | AssistantMessage | ToolCallMessage | ToolCallResultMessage;
 
-export type Decision = "approve" | "reject" | ["reject", string];
+export type DecisionKind = "approve" | "reject" | "edit";
+/** A human decision on one gated call. `["edit", inputs]` approves the call with these inputs
+ *  instead of the model's (checked against the tool's schema). `I` types the edited inputs:
+ *  `DecisionFor<typeof tool>` takes them from a `defineTool` schema. */
+export type Decision<I = Record<string, unknown>> =
+  | "approve" | "reject" | ["reject", string] | ["edit", I];
+/** The decision type of one tool, its edit typed from the tool's inputs. */
+export type DecisionFor<T> = T extends Tool<infer I> ? Decision<I> : Decision;
 export type Decisions = Record<string, Decision>;
 
 export interface AgentState {
@@ -88,6 +98,9 @@ export interface Tool<I = any> {
   autoApprove?: boolean;
   /** Safe to run again if a crash cut off an earlier attempt. */
   idempotent?: boolean;
+  /** The decisions a human may give this tool's gated calls (default: all three); any other
+   *  is refused with `invalid_decision`. */
+  allowedDecisions?: readonly [DecisionKind, ...DecisionKind[]];
   /** Provider-specific keys merged into the tool definition (e.g. `strict`, `cache_control`). */
   providerOptions?: Record<string, unknown>;
 }

@@ -36,7 +36,8 @@ impl Approval {
 }
 
 /// One tool call as the thread records it. Key order on the wire:
-/// `callId, name, description, parameters, inputs, result[, approval, approvalReason, rejectReason]`.
+/// `callId, name, description, parameters, inputs, result[, approval, approvalReason,
+/// rejectReason][, proposedInputs]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolEntry {
     pub call_id: String,
@@ -44,11 +45,16 @@ pub struct ToolEntry {
     pub description: Option<String>,
     /// Provider-specific extra keys of the tool definition; `[]` when none.
     pub parameters: Value,
-    /// The model's arguments, always an object (`{}` when empty).
+    /// The arguments the call runs with, always an object (`{}` when empty): the model's, or
+    /// a human's edit of them.
     pub inputs: Map<String, Value>,
     /// `None` until the tool ran; then a string (non-string outputs are JSON-encoded).
     pub result: Option<String>,
     pub approval: Option<Approval>,
+    /// The model's own arguments, kept only while a human's edit replaces them in `inputs`
+    /// (docs/design.md, "Approval semantics"). Absent on every entry nobody edited, so such
+    /// threads keep exactly the documented shape.
+    pub proposed_inputs: Option<Map<String, Value>>,
 }
 
 impl ToolEntry {
@@ -61,6 +67,7 @@ impl ToolEntry {
             inputs: Map::new(),
             result: None,
             approval: None,
+            proposed_inputs: None,
         }
     }
 
@@ -75,7 +82,9 @@ impl ToolEntry {
 
 impl Serialize for ToolEntry {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let n = if self.approval.is_some() { 9 } else { 6 };
+        let n = 6
+            + 3 * usize::from(self.approval.is_some())
+            + usize::from(self.proposed_inputs.is_some());
         let mut m = s.serialize_map(Some(n))?;
         m.serialize_entry("callId", &self.call_id)?;
         m.serialize_entry("name", &self.name)?;
@@ -87,6 +96,9 @@ impl Serialize for ToolEntry {
             m.serialize_entry("approval", &a.state)?;
             m.serialize_entry("approvalReason", &a.reason)?;
             m.serialize_entry("rejectReason", &a.reject_reason)?;
+        }
+        if let Some(p) = &self.proposed_inputs {
+            m.serialize_entry("proposedInputs", p)?;
         }
         m.end()
     }
@@ -117,6 +129,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
         let mut state: Option<ApprovalState> = None;
         let mut reason = None;
         let mut reject_reason = None;
+        let mut proposed_inputs = None;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "callId" => call_id = Some(map.next_value()?),
@@ -128,6 +141,8 @@ impl<'de> Visitor<'de> for EntryVisitor {
                 "approval" => state = map.next_value::<Option<ApprovalState>>()?,
                 "approvalReason" => reason = map.next_value::<Option<String>>()?,
                 "rejectReason" => reject_reason = map.next_value::<Option<String>>()?,
+                // Read as a `Value`, like `inputs`: one deserializer instance fewer in the wasm.
+                "proposedInputs" => proposed_inputs = map.next_value::<Option<Value>>()?,
                 // Unknown keys from other writers are tolerated and dropped.
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
@@ -140,6 +155,11 @@ impl<'de> Visitor<'de> for EntryVisitor {
             // PHP writes an empty array for empty inputs in some versions.
             Some(Value::Array(a)) if a.is_empty() => Map::new(),
             Some(_) => return Err(de::Error::custom("`inputs` must be an object")),
+        };
+        let proposed_inputs = match proposed_inputs {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(o)) => Some(o),
+            Some(_) => return Err(de::Error::custom("`proposedInputs` must be an object")),
         };
         let result = match result.flatten() {
             None | Some(Value::Null) => None,
@@ -158,6 +178,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
                 reason,
                 reject_reason,
             }),
+            proposed_inputs,
         })
     }
 }

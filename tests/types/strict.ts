@@ -9,6 +9,7 @@ import init, {
   initSync,
   isGatehouseError,
   type AgentState,
+  type DecisionFor,
   type Decisions,
   type FromSchema,
   type GatehouseErrorCode,
@@ -53,11 +54,17 @@ export const sync2 = [pending, status];
 agent.chat(42);
 // @ts-expect-error the message is required
 agent.chat();
-// @ts-expect-error a decision is "approve", "reject" or ["reject", reason]
+// @ts-expect-error a decision is "approve", "reject", ["reject", reason] or ["edit", inputs]
 export const maybe: Decisions = { toolu_01: "maybe" };
 // @ts-expect-error an approval takes no comment
 export const noted: Decisions = { toolu_01: ["approve", "fine"] };
-export const good: Decisions = { a: "approve", b: "reject", c: ["reject", "Not this file"] };
+export const good: Decisions = {
+  a: "approve", b: "reject", c: ["reject", "Not this file"], d: ["edit", { path: "/tmp/x" }],
+};
+// @ts-expect-error the edited inputs are an object
+export const editedText: Decisions = { a: ["edit", "/tmp/x"] };
+// @ts-expect-error an edit carries the inputs
+export const editedNothing: Decisions = { a: ["edit"] };
 
 // --- Live threads: a listener of ThreadChange, an unsubscribe function back.
 const unsubscribe: () => void = agent.subscribe((c: ThreadChange) => {
@@ -91,6 +98,36 @@ export const deleteFile = defineTool({
     return { deleted: path, force, sure, callId: ctx.callId };
   },
   approvalPolicy: (inputs) => (inputs.path.startsWith("/etc") ? "System files are protected" : false),
+});
+
+// --- An edit typed from the tool's schema; allowedDecisions.
+same<
+  Equal<
+    DecisionFor<typeof deleteFile>,
+    "approve" | "reject" | ["reject", string] | ["edit", { path: string; force?: boolean }]
+  >
+>();
+const typedEdit: DecisionFor<typeof deleteFile> = ["edit", { path: "/tmp/old" }];
+// @ts-expect-error `path` is a string
+export const typedBad: DecisionFor<typeof deleteFile> = ["edit", { path: 5 }];
+// @ts-expect-error `path` is required
+export const typedMissing: DecisionFor<typeof deleteFile> = ["edit", { force: true }];
+export const submitted = () => agent.submitDecisions({ toolu_01: typedEdit });
+export const reviewed = defineTool({
+  name: "send_email",
+  parameters: { type: "object", properties: { to: { type: "string" } }, required: ["to"] },
+  allowedDecisions: ["approve", "reject"],
+  execute: (inputs) => inputs.to,
+});
+export const noDecisions = defineTool({
+  name: "send_email",
+  // @ts-expect-error at least one decision
+  allowedDecisions: [],
+});
+export const respond = defineTool({
+  name: "send_email",
+  // @ts-expect-error not a decision this SDK knows
+  allowedDecisions: ["approve", "respond"],
 });
 
 const orderSchema = {
