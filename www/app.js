@@ -1,9 +1,9 @@
-// The Gatehouse demo app: thread list, chat view (chat-view.js), approval cards (cards.js),
-// per-thread tools panel, model settings, and the service worker for offline use.
+// The Gatehouse demo app: thread list, the package's chat view and approval cards
+// (gatehouse-agent/ui), per-thread tools panel, model settings, and the service worker for
+// offline use.
 
 import init, { Agent } from '../pkg/gatehouse.js';
-import { ChatView } from './chat-view.js';
-import { h } from './cards.js';
+import { ChatView, h } from '../pkg/ui/index.js';
 import { tools, suggestions } from './tools.js';
 import { loadSettings, saveSettings, modelOptions, modelLabel, PROVIDERS } from './settings.js';
 

@@ -1,4 +1,4 @@
-// The chat view shared by the demo app and the <gatehouse-chat> widget: the message log
+// The chat view of the demo app and the <gatehouse-chat> widget: the message log
 // (streamed answers), the approval cards, the error banner with Retry, and the composer.
 // It talks to one Gatehouse `Agent` at a time (`setAgent`). Every string from the model, a
 // tool or the user is rendered as text (textContent), never as HTML.

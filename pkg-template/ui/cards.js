@@ -1,4 +1,4 @@
-// Approval cards, shared by the demo app (app.js) and the widget (widget.js).
+// Approval cards, used by the chat view (chat-view.js) and the widget (widget.js).
 //
 // Rendering rules (Neuron's "Rendering guidance", SPEC §2):
 // - the UI only looks at the LAST message of the thread; it is suspended when its
