@@ -15,7 +15,6 @@ const INSTRUCTIONS =
   'Deleting and emailing wait for the user\'s approval; if the user rejects a call, follow their reason.';
 
 const $ = (id) => document.getElementById(id);
-const labels = Object.fromEntries(tools.map((t) => [t.name, t.label || t.name]));
 
 const state = {
   settings: loadSettings(),
@@ -28,7 +27,7 @@ const state = {
 
 const view = new ChatView({
   root: $('chat'),
-  labels,
+  tools,
   suggestions,
   intro: 'The demo model runs in this page, offline. Mention a tool and it calls it: deleting and ' +
     'emailing wait for your approval, and your decisions are saved in IndexedDB, so they survive reloads.',

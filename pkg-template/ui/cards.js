@@ -5,14 +5,17 @@
 //   `type === "tool_call"` and some entry has `approval === "pending"`;
 // - one card per entry of that message that HAS an `approval` field: the tool's label (or
 //   name), its inputs, the `approvalReason` when present, Approve and Deny (Deny takes an
-//   optional free-text reason, sent to the model verbatim);
+//   optional free-text reason, sent to the model verbatim), and Edit (approve with inputs the
+//   human changed, `["edit", inputs]`) — only the decisions the tool's `allowedDecisions`
+//   lists (default all three);
 // - decided cards show their state and stay revisable (last write wins) until every gated
 //   entry is decided; each click is submitted at once as a partial submission;
 // - approvals are bare: no comment box on Approve.
 //
 // Everything that comes from the model, a tool or the user is written with textContent,
 // never as HTML. Enter never approves: the Approve button ignores the Enter key (Space and
-// clicks still work) and nothing ever focuses it by default.
+// clicks still work) and nothing ever focuses it by default; the same holds for "Approve with
+// these inputs" of the edit form, whose textarea takes Enter as a new line.
 
 /** True when `message` is a tool-call message waiting for at least one decision. */
 export function isSuspended(message) {
@@ -55,23 +58,50 @@ export function h(tag, props = {}, ...children) {
 }
 
 const STATE_TEXT = { pending: 'Waiting for you', approved: 'Approved', rejected: 'Denied' };
+const ALL_DECISIONS = ['approve', 'reject', 'edit'];
+
+/** Never lets Enter press `button` (Space and clicks still do). */
+function ignoreEnter(button) {
+  button.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') e.preventDefault();
+  });
+}
 
 /**
  * The approvals section. `onDecide(callId, decision)` must submit one decision
- * (`"approve"`, `"reject"` or `["reject", reason]`) and resolve when it is stored.
- * `labels` maps tool names to display names (the tool definitions' `label`).
+ * (`"approve"`, `"reject"`, `["reject", reason]` or `["edit", inputs]`) and resolve when it is
+ * stored. `tools` are the tool definitions given to `Agent.open` (their `label` and
+ * `allowedDecisions` are used); `labels` maps more tool names to display names.
  */
 export class ApprovalCards {
-  constructor({ onDecide, labels = {} }) {
+  constructor({ onDecide, labels = {}, tools = [] }) {
     this.onDecide = onDecide;
-    this.labels = labels;
+    this.labels = { ...labels };
+    this.allowed = {}; // tool name -> the decisions its cards offer
     this.cards = new Map(); // callId -> { el, parts, entry }
+    this.setTools(tools);
     this.busy = false;
     this.el = h('section', { class: 'gh-approvals', hidden: true, 'aria-labelledby': 'gh-approvals-title' });
     this.title = h('h2', { class: 'gh-approvals-title', id: 'gh-approvals-title', tabindex: '-1' });
     this.summary = h('p', { class: 'gh-approvals-summary' });
     this.list = h('div', { class: 'gh-cards' });
     this.el.append(h('div', { class: 'gh-approvals-head' }, this.title, this.summary), this.list);
+  }
+
+  /** Takes the labels and `allowedDecisions` of these tool definitions. */
+  setTools(tools = []) {
+    for (const t of tools) {
+      if (!t || typeof t.name !== 'string') continue;
+      if (t.label) this.labels[t.name] = t.label;
+      if (Array.isArray(t.allowedDecisions)) this.allowed[t.name] = t.allowedDecisions.filter((d) => ALL_DECISIONS.includes(d));
+      else delete this.allowed[t.name];
+    }
+    for (const card of this.cards.values()) this.#patch(card, card.entry);
+  }
+
+  /** The decisions a card for `entry` offers. */
+  decisionsFor(entry) {
+    return new Set(this.allowed[entry.name] ?? ALL_DECISIONS);
   }
 
   get visible() {
@@ -127,12 +157,12 @@ export class ApprovalCards {
     parts.error = h('p', { class: 'gh-card-error', role: 'alert', hidden: true });
     parts.approve = h('button', { type: 'button', class: 'gh-btn gh-approve', dataset: { action: 'approve' } }, 'Approve');
     parts.deny = h('button', { type: 'button', class: 'gh-btn gh-deny', dataset: { action: 'deny' } }, 'Deny…');
+    parts.edit = h('button', { type: 'button', class: 'gh-btn gh-ghost gh-edit', dataset: { action: 'edit' } }, 'Edit…');
     // Enter never approves: only a click (or Space) on the button does.
-    parts.approve.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter') e.preventDefault();
-    });
+    ignoreEnter(parts.approve);
     parts.approve.addEventListener('click', () => this.#decide(card, 'approve'));
-    parts.deny.addEventListener('click', () => this.#openDeny(card));
+    parts.deny.addEventListener('click', () => this.#openForm(card, 'deny'));
+    parts.edit.addEventListener('click', () => this.#openForm(card, 'edit'));
 
     parts.reasonInput = h('textarea', {
       class: 'gh-deny-reason', rows: '2', maxlength: '2000',
@@ -144,11 +174,11 @@ export class ApprovalCards {
       const why = parts.reasonInput.value.trim();
       this.#decide(card, why ? ['reject', why] : 'reject');
     });
-    parts.cancelDeny.addEventListener('click', () => this.#closeDeny(card));
+    parts.cancelDeny.addEventListener('click', () => this.#closeForm(card));
     parts.reasonInput.addEventListener('keydown', (e) => {
       if (e.key === 'Escape') {
         e.preventDefault();
-        this.#closeDeny(card);
+        this.#closeForm(card);
       } else if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
         e.preventDefault();
         parts.confirmDeny.click();
@@ -156,17 +186,53 @@ export class ApprovalCards {
     });
     parts.denyForm = h('div', { class: 'gh-deny-form', hidden: true },
       h('label', { class: 'gh-deny-label' }, 'Reason for the model (optional)', parts.reasonInput), h('div', { class: 'gh-card-actions' }, parts.confirmDeny, parts.cancelDeny));
-    parts.actions = h('div', { class: 'gh-card-actions' }, parts.approve, parts.deny);
+
+    // Edit, then approve: the inputs as JSON, approved as `["edit", inputs]` (the SDK checks
+    // them against the tool's schema and says what is wrong).
+    parts.editInput = h('textarea', {
+      class: 'gh-edit-inputs', rows: '5', spellcheck: 'false', 'aria-label': 'Inputs to run (JSON)',
+    });
+    parts.confirmEdit = h('button', { type: 'button', class: 'gh-btn gh-confirm-edit' }, 'Approve with these inputs');
+    parts.cancelEdit = h('button', { type: 'button', class: 'gh-btn gh-ghost gh-cancel-edit' }, 'Cancel');
+    ignoreEnter(parts.confirmEdit);
+    parts.confirmEdit.addEventListener('click', () => {
+      let inputs;
+      try {
+        inputs = JSON.parse(parts.editInput.value);
+      } catch (e) {
+        this.#showError(card, `These inputs are not JSON: ${e.message}`);
+        return;
+      }
+      if (!inputs || typeof inputs !== 'object' || Array.isArray(inputs)) {
+        this.#showError(card, 'The inputs must be a JSON object.');
+        return;
+      }
+      this.#decide(card, ['edit', inputs]);
+    });
+    parts.cancelEdit.addEventListener('click', () => this.#closeForm(card));
+    parts.editInput.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        this.#closeForm(card);
+      }
+    });
+    parts.editForm = h('div', { class: 'gh-edit-form', hidden: true },
+      h('label', { class: 'gh-deny-label' }, 'Inputs to run instead (JSON)', parts.editInput),
+      h('div', { class: 'gh-card-actions' }, parts.confirmEdit, parts.cancelEdit));
+    parts.proposed = h('p', { class: 'gh-card-proposed', hidden: true });
+    parts.actions = h('div', { class: 'gh-card-actions' }, parts.approve, parts.deny, parts.edit);
 
     const el = h('article', { class: 'gh-card', dataset: { callId: entry.callId } },
       h('header', { class: 'gh-card-head' }, h('div', { class: 'gh-card-titles' }, parts.name, parts.tech), parts.badge),
       parts.reason,
       parts.inputs,
+      parts.proposed,
       parts.rejectReason,
       parts.error,
       parts.actions,
-      parts.denyForm);
-    const card = { el, parts, entry, saving: false, denyOpen: false };
+      parts.denyForm,
+      parts.editForm);
+    const card = { el, parts, entry, saving: false, form: null };
     return card;
   }
 
@@ -177,12 +243,15 @@ export class ApprovalCards {
     card.el.dataset.state = state;
     p.name.textContent = this.labels[entry.name] || entry.name;
     p.tech.textContent = this.labels[entry.name] && this.labels[entry.name] !== entry.name ? entry.name : '';
-    p.badge.textContent = card.saving ? 'Saving…' : STATE_TEXT[state] ?? state;
+    const edited = state === 'approved' && entry.proposedInputs !== undefined;
+    p.badge.textContent = card.saving ? 'Saving…' : edited ? 'Approved, edited' : STATE_TEXT[state] ?? state;
     p.badge.dataset.state = card.saving ? 'saving' : state;
     p.reason.textContent = entry.approvalReason || '';
     p.reason.hidden = !entry.approvalReason;
     const inputs = prettyInputs(entry.inputs);
     if (p.inputs.textContent !== inputs) p.inputs.textContent = inputs;
+    p.proposed.hidden = !edited;
+    p.proposed.textContent = edited ? `The model proposed: ${JSON.stringify(entry.proposedInputs)}` : '';
     if (state === 'rejected') {
       p.rejectReason.textContent = entry.rejectReason
         ? `Your reason: ${entry.rejectReason}`
@@ -195,27 +264,53 @@ export class ApprovalCards {
     p.approve.setAttribute('aria-pressed', String(state === 'approved'));
     p.deny.textContent = state === 'rejected' ? 'Edit reason…' : 'Deny…';
     p.deny.setAttribute('aria-pressed', String(state === 'rejected'));
+    p.edit.textContent = edited ? 'Edit again…' : 'Edit…';
+    // Only the decisions the tool allows are offered.
+    const allowed = this.decisionsFor(entry);
+    p.approve.hidden = !allowed.has('approve');
+    p.deny.hidden = !allowed.has('reject');
+    p.edit.hidden = !allowed.has('edit');
+    if (card.form === 'deny' && !allowed.has('reject')) this.#closeForm(card);
+    if (card.form === 'edit' && !allowed.has('edit')) this.#closeForm(card);
     const disabled = this.busy || card.saving;
     p.approve.disabled = disabled || state === 'approved';
     p.deny.disabled = disabled;
+    p.edit.disabled = disabled;
     p.confirmDeny.disabled = disabled;
     p.reasonInput.disabled = disabled;
+    p.confirmEdit.disabled = disabled;
+    p.editInput.disabled = disabled;
   }
 
-  #openDeny(card) {
+  #showError(card, text) {
+    card.parts.error.textContent = text;
+    card.parts.error.hidden = false;
+  }
+
+  /** Opens the deny form or the edit form in place of the card's buttons. */
+  #openForm(card, form) {
     const p = card.parts;
-    card.denyOpen = true;
-    p.denyForm.hidden = false;
+    card.form = form;
     p.actions.hidden = true;
-    if (card.entry.approval === 'rejected' && !p.reasonInput.value) p.reasonInput.value = card.entry.rejectReason || '';
-    p.reasonInput.focus();
+    p.denyForm.hidden = form !== 'deny';
+    p.editForm.hidden = form !== 'edit';
+    if (form === 'deny') {
+      if (card.entry.approval === 'rejected' && !p.reasonInput.value) p.reasonInput.value = card.entry.rejectReason || '';
+      p.reasonInput.focus();
+    } else {
+      p.editInput.value = prettyInputs(card.entry.inputs);
+      p.editInput.focus();
+    }
   }
 
-  #closeDeny(card) {
-    card.denyOpen = false;
-    card.parts.denyForm.hidden = true;
-    card.parts.actions.hidden = false;
-    card.parts.deny.focus();
+  #closeForm(card, { focus = true } = {}) {
+    const p = card.parts;
+    const was = card.form;
+    card.form = null;
+    p.denyForm.hidden = true;
+    p.editForm.hidden = true;
+    p.actions.hidden = false;
+    if (focus && was) (was === 'edit' ? p.edit : p.deny).focus();
   }
 
   async #decide(card, decision) {
@@ -225,14 +320,9 @@ export class ApprovalCards {
     this.#patch(card, card.entry);
     try {
       await this.onDecide(card.entry.callId, decision);
-      if (card.denyOpen) {
-        card.denyOpen = false;
-        card.parts.denyForm.hidden = true;
-        card.parts.actions.hidden = false;
-      }
+      if (card.form) this.#closeForm(card, { focus: false });
     } catch (e) {
-      card.parts.error.textContent = `Could not save this decision: ${e?.message ?? e}`;
-      card.parts.error.hidden = false;
+      this.#showError(card, `Could not save this decision: ${e?.message ?? e}`);
     } finally {
       card.saving = false;
       if (card.el.isConnected) this.#patch(card, card.entry);

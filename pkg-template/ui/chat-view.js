@@ -43,13 +43,12 @@ function isGatehouseError(e) {
 
 export class ChatView {
   /**
-   * @param {{ root: HTMLElement, labels?: Record<string,string>, suggestions?: string[],
+   * @param {{ root: HTMLElement, tools?: object[], labels?: Record<string,string>, suggestions?: string[],
    *   intro?: string, onChange?: () => void, onBusy?: (busy: boolean) => void }} o
    */
-  constructor({ root, labels = {}, suggestions = [], intro = '', onChange, onBusy }) {
+  constructor({ root, tools = [], labels = {}, suggestions = [], intro = '', onChange, onBusy }) {
     this.root = root;
     root.classList.add('gh-chat');
-    this.labels = labels;
     this.suggestions = suggestions;
     this.intro = intro;
     this.onChange = onChange ?? (() => {});
@@ -64,7 +63,8 @@ export class ChatView {
     this.error = null; // { text, retry: bool }
     this.stream = null; // the streaming bubble's parts
 
-    this.cards = new ApprovalCards({ labels, onDecide: (id, d) => this.decide(id, d) });
+    this.cards = new ApprovalCards({ labels, tools, onDecide: (id, d) => this.decide(id, d) });
+    this.labels = this.cards.labels; // one map: the cards' and the log's names of the tools
     this.list = h('div', { class: 'gh-messages' });
     this.streamSlot = h('div', { class: 'gh-stream-slot' });
     this.bannerText = h('p', { class: 'gh-banner-text' });
@@ -132,6 +132,12 @@ export class ChatView {
     window.removeEventListener('online', this.onOnline);
     window.removeEventListener('offline', this.onOffline);
     document.removeEventListener('visibilitychange', this.onVisible);
+  }
+
+  /** Takes the labels and `allowedDecisions` of the tool definitions given to `Agent.open`. */
+  setTools(tools) {
+    this.cards.setTools(tools);
+    this.render();
   }
 
   /** Another thread is being opened: nothing can be sent until `setAgent`. */

@@ -1,5 +1,5 @@
 // gatehouse-agent/ui: the approval cards, the chat view and the <gatehouse-chat> element.
-import type { Agent, Message, ToolEntry } from "../gatehouse.js";
+import type { Agent, DecisionKind, Message, Tool, ToolEntry } from "../gatehouse.js";
 
 /** True when `message` is a tool-call message with at least one entry waiting for a decision. */
 export declare function isSuspended(message: Message | null | undefined): boolean;
@@ -17,11 +17,16 @@ export declare function h<K extends keyof HTMLElementTagNameMap>(
 ): HTMLElementTagNameMap[K];
 
 /** One decision as `submitDecisions` takes it. */
-export type CardDecision = "approve" | "reject" | ["reject", string];
+export type CardDecision = "approve" | "reject" | ["reject", string] | ["edit", Record<string, unknown>];
+
+/** The tool fields the cards read: the display name and the decisions a human may give. */
+export type ToolDisplay = Pick<Tool, "name"> & { label?: string; allowedDecisions?: readonly DecisionKind[] };
 
 export interface ApprovalCardsOptions {
   /** Stores one decision; the card shows "Saving…" until it resolves and the error if it rejects. */
   onDecide(callId: string, decision: CardDecision): Promise<unknown>;
+  /** The tool definitions given to `Agent.open`: their `label` and `allowedDecisions`. */
+  tools?: readonly ToolDisplay[];
   /** More display names, by tool name. */
   labels?: Record<string, string>;
 }
@@ -32,6 +37,9 @@ export declare class ApprovalCards {
   /** The section element; put it in the page. Hidden while nothing waits. */
   readonly el: HTMLElement;
   readonly visible: boolean;
+  setTools(tools: readonly ToolDisplay[]): void;
+  /** The decisions a card for this entry offers (its tool's `allowedDecisions`, default all). */
+  decisionsFor(entry: ToolEntry): Set<DecisionKind>;
   /** Renders the cards for the last message, patching them in place; `busy` disables them. */
   update(message: Message | null | undefined, options?: { busy?: boolean }): void;
   /** Moves focus to the section heading (never to a button). */
@@ -41,6 +49,7 @@ export declare class ApprovalCards {
 export interface ChatViewOptions {
   /** The element the view fills (it gets the class `gh-chat`). */
   root: HTMLElement;
+  tools?: readonly ToolDisplay[];
   labels?: Record<string, string>;
   /** Messages offered as buttons on an empty thread. */
   suggestions?: string[];
@@ -62,6 +71,7 @@ export declare class ChatView {
   setAgent(agent: Agent | null): Promise<void>;
   /** A thread is being opened: nothing can be sent until `setAgent`. */
   beginLoading(): void;
+  setTools(tools: readonly ToolDisplay[]): void;
   send(text?: string): Promise<unknown>;
   retry(): Promise<unknown>;
   decide(callId: string, decision: CardDecision): Promise<void>;

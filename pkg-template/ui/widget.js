@@ -99,8 +99,7 @@ export class GatehouseChat extends HTMLElement {
         tools = Array.isArray(mod.tools) ? mod.tools : [];
         suggestions = Array.isArray(mod.suggestions) ? mod.suggestions : [];
       }
-      view.labels = Object.fromEntries(tools.map((t) => [t.name, t.label || t.name]));
-      view.cards.labels = view.labels;
+      view.setTools(tools);
       view.suggestions = suggestions;
       view.intro = provider === 'demo'
         ? 'This assistant runs in your browser with an offline demo model. Actions that change things wait for your approval.'
