@@ -14,11 +14,11 @@ const sh = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ["ignore", 
 
 const tarball = path.join(work, sh("npm", ["pack", "--silent", "--pack-destination", work], path.join(root, "pkg")).trim().split("\n").pop());
 // Exactly what users need: the entry and its types, wasm-bindgen's module and its snippets, the
-// wasm, the subpath export gatehouse-agent/ui (its modules, types and CSS), the docs. No raw
-// wasm typings, no build leftovers.
+// wasm, the subpath exports gatehouse-agent/react and gatehouse-agent/ui (their modules, types
+// and CSS), the docs. No raw wasm typings, no build leftovers.
 const listing = sh("tar", ["tzf", tarball], work).trim().split("\n").sort();
 const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gatehouse_bg.wasm", "gatehouse_wasm.d.ts", "gatehouse_wasm.js", "package.json",
-  "ui/index.js", "ui/index.d.ts", "ui/cards.js", "ui/chat-view.js", "ui/widget.js", "ui/gatehouse.css"];
+  "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/cards.js", "ui/chat-view.js", "ui/widget.js", "ui/gatehouse.css"];
 const unexpected = listing.filter((f) => !wanted.includes(f.replace(/^package\//, "")) && !/^package\/snippets\/[^/]+\/.+\.js$/.test(f));
 const missing = wanted.filter((f) => !listing.includes("package/" + f));
 if (unexpected.length || missing.length || !listing.some((f) => f.endsWith("/src/js/error.js"))) {
@@ -31,7 +31,7 @@ for (const k of ["license", "repository", "homepage", "bugs", "engines", "keywor
 // Every subpath export names files the tarball holds, with their types first (TypeScript
 // takes the first condition that matches). The main entry's side-effect freedom is kept: only
 // the modules that define <gatehouse-chat> (and CSS) are listed as having side effects.
-const subpaths = { ".": ["gatehouse.d.ts", "gatehouse.js"], "./ui": ["ui/index.d.ts", "ui/index.js"] };
+const subpaths = { ".": ["gatehouse.d.ts", "gatehouse.js"], "./react": ["react.d.ts", "react.js"], "./ui": ["ui/index.d.ts", "ui/index.js"] };
 for (const [sub, [types, js]] of Object.entries(subpaths)) {
   const e = manifest.exports[sub];
   if (!e || Object.keys(e)[0] !== "types" || e.types !== `./${types}` || e.default !== `./${js}`) {
@@ -39,6 +39,10 @@ for (const [sub, [types, js]] of Object.entries(subpaths)) {
   }
 }
 if (manifest.exports["./ui.css"] !== "./ui/gatehouse.css") throw new Error(`exports["./ui.css"]: ${manifest.exports["./ui.css"]}`);
+// React is an optional peer: never bundled, never installed for apps without it.
+if (!manifest.peerDependencies?.react || manifest.peerDependenciesMeta?.react?.optional !== true || manifest.dependencies) {
+  throw new Error(`react must be an optional peer dependency and the package have no dependencies: ${JSON.stringify([manifest.peerDependencies, manifest.peerDependenciesMeta, manifest.dependencies])}`);
+}
 if (!Array.isArray(manifest.sideEffects) || manifest.sideEffects.some((f) => /gatehouse(_wasm)?\.js$|snippets/.test(f))) {
   throw new Error(`sideEffects must leave the main entry side-effect free: ${JSON.stringify(manifest.sideEffects)}`);
 }
@@ -62,6 +66,9 @@ const viteApp = install("vite-app");
 fs.writeFileSync(path.join(viteApp, "check.ts"), [
   'import init, { Agent, GatehouseError, defineTool, type AgentState } from "gatehouse-agent";',
   'import { ApprovalCards, ChatView, GatehouseChat, isSuspended } from "gatehouse-agent/ui";',
+  'import { useAgent, useThreads, type UseAgent } from "gatehouse-agent/react";',
+  'export function useChat(threadId: string): UseAgent { const a = useAgent({ threadId, tools: [tool] }); if (a.status === "awaiting_approval") void a.decide({ [a.pendingTools[0].callId]: ["edit", { path: "/tmp" }] }); return a; }',
+  'export const titles = () => useThreads({ database: "d" }).threads.map((t) => t.title);',
   "await init();",
   'const tool = defineTool({ name: "t", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }, execute: ({ path }) => path.length });',
   'const agent = await Agent.open({ threadId: "t", tools: [tool] });',
