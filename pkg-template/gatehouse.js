@@ -15,10 +15,13 @@ export const isGatehouseError = (e) =>
 export const defineTool = (tool) => tool;
 
 let ready = null;
+let loaded = false; // init() has finished: synchronous calls may go ahead
 
 export default function init(input) {
   ready ??= initWasm(input).then(
-    () => {},
+    () => {
+      loaded = true;
+    },
     (e) => {
       ready = null; // a later init() (with a working URL) may try again
       throw e;
@@ -30,6 +33,7 @@ export default function init(input) {
 export function initSync(input) {
   initSyncWasm(input);
   ready = Promise.resolve();
+  loaded = true;
 }
 
 async function initialized() {
@@ -66,6 +70,20 @@ export class Agent {
   static async deleteThread(threadId, storage) {
     await initialized();
     return Core.deleteThread(threadId, storage);
+  }
+
+  static subscribeThreads(storage, listener) {
+    if (!loaded) {
+      throw new GatehouseError(
+        "not_initialized",
+        "Gatehouse is not initialized: `await init()` (or call `initSync({ module })`) before Agent.subscribeThreads",
+        false,
+      );
+    }
+    if (typeof listener !== "function") {
+      throw new GatehouseError("invalid_config", "subscribeThreads(storage, listener): the listener must be a function", false);
+    }
+    return Core.subscribeThreads(storage, listener);
   }
 
   #live(method) {

@@ -42,21 +42,85 @@ struct Change<'a> {
     last_message: Option<&'a Message>,
 }
 
-/// Opens the thread's channel for `s` (named `name`), if the platform has one.
-pub fn connect(s: &Shared, name: &str) {
+/// What a `subscribeThreads` listener receives.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListChange<'a> {
+    thread_id: &'a str,
+    /// `None` when the thread was deleted.
+    status: Option<&'static str>,
+    deleted: bool,
+}
+
+/// The channel of the thread lists of database `database`.
+fn list_channel(database: &str) -> String {
+    format!("gatehouse:{database}")
+}
+
+/// A new channel named `name`, if the platform has them. Node keeps a process alive while a
+/// channel is open: not for these.
+fn open_channel(name: &str) -> Option<BroadcastChannel> {
     let global = js_sys::global();
     if !js_sys::Reflect::has(&global, &"BroadcastChannel".into()).unwrap_or(false) {
-        return;
+        return None;
     }
-    let Ok(channel) = BroadcastChannel::new(name) else {
-        return;
-    };
-    // Node keeps a process alive while a channel is open: not for this one.
+    let channel = BroadcastChannel::new(name).ok()?;
     if let Ok(unref) = js_sys::Reflect::get(&channel, &"unref".into()) {
         if let Some(unref) = unref.dyn_ref::<Function>() {
             let _ = unref.call0(&channel);
         }
     }
+    Some(channel)
+}
+
+/// Tells the thread lists of `database` (in this page and other tabs) that a thread changed.
+fn post_list(database: &str, change: &ListChange) {
+    if let Some(c) = open_channel(&list_channel(database)) {
+        let _ = c.post_message(&to_js(change));
+        c.close();
+    }
+}
+
+/// A thread of `database` was deleted.
+pub fn deleted(database: &str, thread_id: &str) {
+    post_list(
+        database,
+        &ListChange {
+            thread_id,
+            status: None,
+            deleted: true,
+        },
+    );
+}
+
+/// Calls `listener` with `{ threadId, status, deleted }` whenever a thread of `database` is
+/// created, changes or is deleted, here or in another tab. Returns the unsubscribe function.
+pub fn subscribe_threads(database: &str, listener: Function) -> Function {
+    type Sub = (BroadcastChannel, Closure<dyn FnMut(MessageEvent)>);
+    let sub: Rc<RefCell<Option<Sub>>> = Rc::new(RefCell::new(None));
+    if let Some(channel) = open_channel(&list_channel(database)) {
+        let on_change = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
+            if let Err(err) = listener.call1(&JsValue::NULL, &e.data()) {
+                web_sys::console::error_2(&"gatehouse: a subscribeThreads() listener threw".into(), &err);
+            }
+        });
+        channel.set_onmessage(Some(on_change.as_ref().unchecked_ref()));
+        *sub.borrow_mut() = Some((channel, on_change));
+    }
+    let unsubscribe = Closure::<dyn FnMut()>::new(move || {
+        if let Some((channel, _)) = sub.borrow_mut().take() {
+            channel.set_onmessage(None);
+            channel.close();
+        }
+    });
+    unsubscribe.into_js_value().unchecked_into()
+}
+
+/// Opens the thread's channel for `s` (named `name`), if the platform has one.
+pub fn connect(s: &Shared, name: &str) {
+    let Some(channel) = open_channel(name) else {
+        return;
+    };
     let weak: Weak<RefCell<Session>> = Rc::downgrade(s);
     let on_notice = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
         let Some(s) = weak.upgrade() else { return };
@@ -105,6 +169,15 @@ pub fn changed(s: &Shared) {
     };
     if let Some((channel, version)) = notice {
         let _ = channel.post_message(&JsValue::from_f64(version));
+        let g = s.borrow();
+        post_list(
+            g.store.name(),
+            &ListChange {
+                thread_id: &g.thread_id,
+                status: Some(super::status(&g)),
+                deleted: false,
+            },
+        );
     }
     tell(s);
 }

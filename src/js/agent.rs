@@ -291,6 +291,19 @@ impl Agent {
         })
     }
 
+    /// Calls `listener({ threadId, status, deleted })` whenever a thread of the database is
+    /// created, changes status or is deleted, in this page or another tab (nothing where there
+    /// is no `BroadcastChannel`). Returns the function that unsubscribes.
+    #[wasm_bindgen(js_name = subscribeThreads, unchecked_return_type = "() => void")]
+    pub fn subscribe_threads(
+        #[wasm_bindgen(unchecked_param_type = "StorageOptions | undefined")] storage: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "(change: ThreadListChange) => void")]
+        listener: js_sys::Function,
+    ) -> Result<js_sys::Function, JsValue> {
+        let s = options::storage_options(storage).map_err(err)?;
+        Ok(driver::live::subscribe_threads(&s.database, listener))
+    }
+
     /// Deletes a thread and its messages.
     #[wasm_bindgen(js_name = deleteThread, unchecked_return_type = "Promise<void>")]
     pub fn delete_thread(
@@ -300,6 +313,7 @@ impl Agent {
         promise(async move {
             let store = open_store(&options::storage_options(storage).map_err(err)?).await?;
             store.delete(&thread_id).await.map_err(|e| err(e.into()))?;
+            driver::live::deleted(store.name(), &thread_id);
             Ok(JsValue::UNDEFINED)
         })
     }

@@ -165,6 +165,13 @@ export interface ThreadSummary {
   /** What `agent.status()` would say, read from the thread record alone. */
   status: ThreadStatus;
 }
+/** What a `subscribeThreads()` listener receives: a thread of the database was created or
+ *  changed (`status` as `agent.status()` said it then), or deleted (`status: null`). */
+export interface ThreadListChange {
+  threadId: string;
+  status: ThreadStatus | null;
+  deleted: boolean;
+}
 /** What a `subscribe()` listener receives after a change to the thread (here or elsewhere). */
 export interface ThreadChange {
   threadId: string;

@@ -3,7 +3,7 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { run, setup, textOf, uid } from './harness.mjs';
+import { run, setup, textOf, uid, withoutLiveNotices } from './harness.mjs';
 
 const h = await setup();
 after(() => h.close());
@@ -72,6 +72,7 @@ test('busy: a second call while one runs on the same agent is refused and sends 
 
 test('two Agent objects on one thread: the stale one gets conflict, is reloaded, then sees the other\'s state', T, async (t) => {
   const { page } = await h.open(t);
+  await withoutLiveNotices(page); // the version check, not live notices (live.test.mjs)
   const sc = await h.scenario([gatedCall('call_s'), { text: 'A finished.' }, { text: 'B speaks.' }, { text: 'A again.' }]);
   const r = await run(page, async ({ model, db }) => {
     const { gh } = window;
@@ -111,6 +112,7 @@ test('two Agent objects on one thread: the stale one gets conflict, is reloaded,
 
 test('two Agent objects, partial decisions: B\'s stale decision conflicts, then B completes from A\'s partial state', T, async (t) => {
   const { page } = await h.open(t);
+  await withoutLiveNotices(page); // the version check, not live notices (live.test.mjs)
   const sc = await h.scenario([
     { toolCalls: [{ id: 'c1', name: 'delete_file', arguments: { path: '/1' } }, { id: 'c2', name: 'delete_file', arguments: { path: '/2' } }] },
     { text: 'Both ran.' },
@@ -141,6 +143,8 @@ test('two Agent objects, partial decisions: B\'s stale decision conflicts, then 
 test('two tabs on one thread: the other tab sees the pending call, decides it; the stale tab gets conflict', T, async (t) => {
   const { page: tab1, context } = await h.open(t);
   const { page: tab2 } = await h.open(t, { context });
+  await withoutLiveNotices(tab1); // the version check, not live notices (live.test.mjs)
+  await withoutLiveNotices(tab2);
   const sc = await h.scenario([gatedCall('call_tab', '/tabs'), { text: 'Deleted from tab 2.' }]);
   const args = { db: uid('db'), model: sc.openai() };
 
@@ -178,6 +182,8 @@ test('two tabs on one thread: the other tab sees the pending call, decides it; t
 test('refresh() picks up another tab\'s decision without a conflict', T, async (t) => {
   const { page: tab1, context } = await h.open(t);
   const { page: tab2 } = await h.open(t, { context });
+  await withoutLiveNotices(tab1); // the version check, not live notices (live.test.mjs)
+  await withoutLiveNotices(tab2);
   const sc = await h.scenario([gatedCall('call_r'), { text: 'ok' }]);
   const args = { db: uid('db'), model: sc.openai() };
   const openAndChat = async ({ db, model }) => {

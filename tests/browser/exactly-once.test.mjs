@@ -13,11 +13,16 @@ after(() => h.close());
 const T = { timeout: 60_000 };
 const gated = (id, path = '/x') => ({ toolCalls: [{ id, name: 'delete_file', arguments: { path } }] });
 
-/** Two tabs of one context; `locks: false` removes Web Locks as an insecure context has none. */
-async function tabs(t, { locks = true } = {}) {
+/**
+ * Two tabs of one context; `locks: false` removes Web Locks as an insecure context has none;
+ * `live: false` removes BroadcastChannel, so a stale view stays stale until it writes (the
+ * version check; tests/browser/live.test.mjs covers views that follow notices).
+ */
+async function tabs(t, { locks = true, live = true } = {}) {
   const context = await h.newContext();
   t.after(() => context.close().catch(() => {}));
   if (!locks) await context.addInitScript(() => { delete Navigator.prototype.locks; });
+  if (!live) await context.addInitScript(() => { delete globalThis.BroadcastChannel; });
   const { page: a } = await h.open(t, { context });
   const { page: b } = await h.open(t, { context });
   return { a, b, context };
@@ -93,7 +98,7 @@ for (const locks of [true, false]) {
   });
 
   test(`chat() in one tab while another waits for the model: busy, nothing stored; the first never gets conflict after storing (${mode})`, T, async (t) => {
-    const { a, b } = await tabs(t, { locks });
+    const { a, b } = await tabs(t, { locks, live: false });
     const sc = await h.scenario([{ text: 'slow answer', delayMs: 800 }, { text: 'second answer' }]);
     const args = { model: sc.openai(), db: uid('db') };
     await run(a, openPlain, args);
@@ -122,7 +127,7 @@ for (const locks of [true, false]) {
 }
 
 test('retry() from a stale view is a conflict that sends nothing to the model', T, async (t) => {
-  const { a, b } = await tabs(t);
+  const { a, b } = await tabs(t, { live: false });
   const sc = await h.scenario([{ fault: { status: 400, body: '{"error":{"message":"bad"}}' } }, { text: 'answered' }]);
   const args = { model: { ...sc.openai(), maxRetries: 0 }, db: uid('db') };
   await run(a, openPlain, args);

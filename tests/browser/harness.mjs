@@ -242,3 +242,11 @@ export function stressConfig(env = process.env) {
   const variantBudget = (s) => (s > 0 ? s + 90 : 0);
   return { tabs, seconds, nolockSeconds, variantBudget, budgetSeconds: variantBudget(seconds) + variantBudget(nolockSeconds) };
 }
+
+/**
+ * Removes BroadcastChannel from a page before its agents open: no live notices (as in a
+ * browser without it), so a view another agent changed stays stale until its next call or
+ * refresh(). The tests of the version check use it; tests/browser/live.test.mjs covers views
+ * that follow notices.
+ */
+export const withoutLiveNotices = (page) => run(page, () => { delete globalThis.BroadcastChannel; });

@@ -147,3 +147,54 @@ test('after dispose() nothing is heard, and subscribe() is `disposed`', T, async
   assert.deepEqual(r.heard, []);
   assert.equal(r.after?.code, 'disposed');
 });
+
+test('Agent.subscribeThreads: another tab hears a thread created, its status changes and its deletion; unsubscribe stops it', T, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const { page: a } = await h.open(t, { context });
+  const { page: b } = await h.open(t, { context });
+  const sc = await h.scenario([gated('call_l', '/list'), { text: 'Done.' }]);
+  const db = uid('db');
+  await run(b, ({ db }) => {
+    window.listHeard = [];
+    window.stopList = window.gh.Agent.subscribeThreads({ database: db }, (c) => window.listHeard.push(c));
+  }, { db });
+  await run(a, async ({ model, db }) => {
+    const { gh } = window;
+    const agent = await gh.Agent.open({ threadId: 'listed', model, storage: { database: db }, tools: [gh.tool('delete_file', { requireApproval: true })] });
+    await agent.chat('delete /list');
+    await agent.submitDecisions({ call_l: 'approve' });
+  }, { model: sc.openai(), db });
+  const heard = await run(b, async () => {
+    await window.gh.until(() => window.listHeard.some((c) => c.status === 'idle'), 5_000);
+    return window.listHeard;
+  });
+  assert.ok(heard.every((c) => c.threadId === 'listed' && c.deleted === false));
+  const statuses = heard.map((c) => c.status);
+  assert.ok(statuses.includes('awaiting_approval'), statuses.join());
+  assert.ok(statuses.includes('running'), statuses.join());
+  assert.equal(statuses.at(-1), 'idle');
+  // The list it would show agrees.
+  const listed = await run(b, ({ db }) => window.gh.Agent.listThreads({ database: db }), { db });
+  assert.deepEqual(listed.map((x) => [x.threadId, x.status]), [['listed', 'idle']]);
+
+  await run(a, ({ db }) => window.gh.Agent.deleteThread('listed', { database: db }), { db });
+  const deleted = await run(b, async () => {
+    await window.gh.until(() => window.listHeard.some((c) => c.deleted), 5_000);
+    return window.listHeard.at(-1);
+  });
+  assert.deepEqual(deleted, { threadId: 'listed', status: null, deleted: true });
+
+  // Unsubscribed: a new thread is not heard.
+  const after = await run(b, async ({ model, db }) => {
+    window.stopList();
+    const n = window.listHeard.length;
+    const other = await window.gh.Agent.open({ threadId: 'other', model, storage: { database: db } });
+    await other.chat('hello').catch(() => {});
+    await window.gh.sleep(300);
+    return window.listHeard.length - n;
+  }, { model: sc.openai(), db });
+  assert.equal(after, 0);
+  const bad = await run(b, () => window.gh.error(() => window.gh.Agent.subscribeThreads({}, 'nope')));
+  assert.equal(bad?.code, 'invalid_config');
+});

@@ -15,6 +15,7 @@ import init, {
   type GatehouseErrorCode,
   type Message,
   type ThreadChange,
+  type ThreadListChange,
   type ThreadStatus,
   type ThreadSummary,
   type ToolEntry,
@@ -73,7 +74,13 @@ const unsubscribe: () => void = agent.subscribe((c: ThreadChange) => {
   const id: string = c.threadId;
   return [s, last, id];
 });
-export const live = [unsubscribe];
+const stopList: () => void = Agent.subscribeThreads({ database: "gatehouse" }, (c: ThreadListChange) => {
+  const st: ThreadStatus | null = c.status;
+  return [c.threadId, c.deleted, st];
+});
+export const live = [unsubscribe, stopList];
+// @ts-expect-error a thread-list change has no lastMessage
+Agent.subscribeThreads(undefined, (c) => c.lastMessage);
 // @ts-expect-error a listener is a function
 agent.subscribe("on change");
 // @ts-expect-error a change has no `state` field
