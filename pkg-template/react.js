@@ -207,8 +207,14 @@ export function useThreads(storage) {
     reload.current = read;
     let unsubscribe;
     if (typeof Agent.subscribeThreads === "function") {
-      const subscribed = init().then(() => (live ? Agent.subscribeThreads(storageRef.current, () => read()) : null));
-      unsubscribe = () => subscribed.then((stop) => stop?.(), () => {});
+      // Synchronous once init() has finished; its notices say which thread changed, and the
+      // list is read again whole (titles and counts are in the records).
+      const subscribed = init().then(() => (live ? Agent.subscribeThreads(storageRef.current, () => read()) : null))
+        .catch((error) => {
+          if (live) setState((s) => ({ ...s, error }));
+          return null;
+        });
+      unsubscribe = () => subscribed.then((stop) => stop?.());
     } else {
       const listeners = localThreadListeners.get(key) ?? new Set();
       localThreadListeners.set(key, listeners);

@@ -147,6 +147,24 @@ test('two tabs stay in step: the other tab\'s card goes without any action in it
   assert.deepEqual([...a.errors, ...b.errors], []);
 });
 
+test('useThreads follows another tab: its new thread appears with its status, its deletion removes it', T, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const sc = await h.scenario([call('call_1', '/other')]);
+  const db = uid('db');
+  const [mine, other] = [uid('mine'), uid('other')];
+  const a = await tab(context, { thread: mine, db, sc });
+  const b = await tab(context, { thread: other, db, sc });
+  await send(b.page, 'delete /other');
+  await b.page.locator('.card').waitFor();
+  // A never opened that thread and did nothing: the thread-list notice re-read its list.
+  await a.page.locator(`#threads li[data-thread="${other}"][data-status="awaiting_approval"]`).waitFor({ timeout: 5_000 });
+  await run(b.page, (id) => window.threads.deleteThread(id), other);
+  await a.page.locator(`#threads li[data-thread="${other}"]`).waitFor({ state: 'detached', timeout: 5_000 });
+  assert.equal(await a.page.locator('#threads li').count(), 0, 'A\'s own thread has no message yet, so it is not listed');
+  assert.deepEqual([...a.errors, ...b.errors], []);
+});
+
 test('unmount disposes the agent: later notices and calls never reach it', T, async (t) => {
   const context = await h.newContext();
   t.after(() => context.close().catch(() => {}));

@@ -94,7 +94,9 @@ function Chat() {
 }
 
 function Threads() {
-  const { threads } = useThreads(storage);
+  const list = useThreads(storage);
+  window.threads = list;
+  const { threads } = list;
   return (
     <ul id="threads">
       {threads.map((t) => <li key={t.threadId} data-thread={t.threadId} data-status={t.status}>{t.title ?? t.threadId}</li>)}
