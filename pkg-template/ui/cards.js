@@ -4,7 +4,8 @@
 // - the UI only looks at the LAST message of the thread; it is suspended when its
 //   `type === "tool_call"` and some entry has `approval === "pending"`;
 // - one card per entry of that message that HAS an `approval` field: the tool's label (or
-//   name), its inputs, the `approvalReason` when present, Approve and Deny (Deny takes an
+//   name), its inputs (one row per argument, beside its schema `description`; the raw JSON a
+//   click away), the `approvalReason` when present, Approve and Deny (Deny takes an
 //   optional free-text reason, sent to the model verbatim), and Edit (approve with inputs the
 //   human changed, `["edit", inputs]`) — only the decisions the tool's `allowedDecisions`
 //   lists (default all three);
@@ -78,6 +79,7 @@ export class ApprovalCards {
     this.onDecide = onDecide;
     this.labels = { ...labels };
     this.allowed = {}; // tool name -> the decisions its cards offer
+    this.properties = {}; // tool name -> its schema's `properties` (argument descriptions)
     this.cards = new Map(); // callId -> { el, parts, entry }
     this.setTools(tools);
     this.busy = false;
@@ -93,6 +95,9 @@ export class ApprovalCards {
     for (const t of tools) {
       if (!t || typeof t.name !== 'string') continue;
       if (t.label) this.labels[t.name] = t.label;
+      const props = t.parameters?.properties;
+      if (props && typeof props === 'object') this.properties[t.name] = props;
+      else delete this.properties[t.name];
       if (Array.isArray(t.allowedDecisions)) this.allowed[t.name] = t.allowedDecisions.filter((d) => ALL_DECISIONS.includes(d));
       else delete this.allowed[t.name];
     }
@@ -152,7 +157,9 @@ export class ApprovalCards {
     parts.tech = h('span', { class: 'gh-card-tech' });
     parts.badge = h('span', { class: 'gh-badge' });
     parts.reason = h('p', { class: 'gh-card-reason' });
-    parts.inputs = h('pre', { class: 'gh-card-inputs', tabindex: '0', 'aria-label': 'Inputs' });
+    parts.inputs = h('pre', { class: 'gh-card-inputs', tabindex: '0', 'aria-label': 'Inputs as JSON' });
+    parts.args = h('dl', { class: 'gh-card-args' });
+    parts.raw = h('details', { class: 'gh-card-raw' }, h('summary', {}, 'Raw JSON'), parts.inputs);
     parts.rejectReason = h('p', { class: 'gh-card-reject-reason' });
     parts.error = h('p', { class: 'gh-card-error', role: 'alert', hidden: true });
     parts.approve = h('button', { type: 'button', class: 'gh-btn gh-approve', dataset: { action: 'approve' } }, 'Approve');
@@ -225,7 +232,8 @@ export class ApprovalCards {
     const el = h('article', { class: 'gh-card', dataset: { callId: entry.callId } },
       h('header', { class: 'gh-card-head' }, h('div', { class: 'gh-card-titles' }, parts.name, parts.tech), parts.badge),
       parts.reason,
-      parts.inputs,
+      parts.args,
+      parts.raw,
       parts.proposed,
       parts.rejectReason,
       parts.error,
@@ -249,7 +257,11 @@ export class ApprovalCards {
     p.reason.textContent = entry.approvalReason || '';
     p.reason.hidden = !entry.approvalReason;
     const inputs = prettyInputs(entry.inputs);
-    if (p.inputs.textContent !== inputs) p.inputs.textContent = inputs;
+    if (p.inputs.textContent !== inputs || p.args.dataset.tool !== entry.name) {
+      p.inputs.textContent = inputs;
+      p.args.dataset.tool = entry.name;
+      this.#renderArgs(p.args, entry);
+    }
     p.proposed.hidden = !edited;
     p.proposed.textContent = edited ? `The model proposed: ${JSON.stringify(entry.proposedInputs)}` : '';
     if (state === 'rejected') {
@@ -280,6 +292,29 @@ export class ApprovalCards {
     p.reasonInput.disabled = disabled;
     p.confirmEdit.disabled = disabled;
     p.editInput.disabled = disabled;
+  }
+
+  /** One row per argument: its name, its value (strings as they are, the rest as JSON) and
+   *  the tool schema's `description` of it. */
+  #renderArgs(list, entry) {
+    const inputs = entry.inputs;
+    const props = this.properties[entry.name] ?? {};
+    const rows = inputs && typeof inputs === 'object' && !Array.isArray(inputs) ? Object.entries(inputs) : null;
+    if (!rows) {
+      list.replaceChildren(h('div', { class: 'gh-arg' }, h('dd', {}, h('code', {}, prettyInputs(inputs)))));
+      return;
+    }
+    if (rows.length === 0) {
+      list.replaceChildren(h('div', { class: 'gh-arg gh-arg-none' }, h('dd', {}, 'No arguments.')));
+      return;
+    }
+    list.replaceChildren(...rows.map(([name, value]) => {
+      const description = typeof props[name]?.description === 'string' ? props[name].description : null;
+      return h('div', { class: 'gh-arg', dataset: { arg: name } },
+        h('dt', { class: 'gh-arg-name' }, name),
+        h('dd', { class: 'gh-arg-value' }, h('code', {}, typeof value === 'string' ? value : prettyInputs(value))),
+        description ? h('dd', { class: 'gh-arg-desc' }, description) : null);
+    }));
   }
 
   #showError(card, text) {

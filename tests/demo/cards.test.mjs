@@ -1,4 +1,5 @@
-// The approval cards offer only the decisions a tool allows (`allowedDecisions`), edit then
+// The approval cards show each argument beside its description (the raw JSON a click away),
+// offer only the decisions a tool allows (`allowedDecisions`), edit then
 // approve sends `["edit", inputs]`, Enter never approves (neither on Approve nor on "Approve
 // with these inputs"), and the message box stays locked while anything is pending.
 import { test } from 'node:test';
@@ -25,7 +26,14 @@ test('cards: only the allowed decisions, edit then approve, Enter never approves
 
     // Edit: the form starts from the model's inputs; Enter on its Approve does nothing, bad
     // JSON is refused in the card, valid JSON is an ["edit", inputs] decision.
-    const shown = async (name) => JSON.parse(await card(name).locator('.gh-card-inputs').innerText());
+    // What will run: one row per argument beside its schema description; the JSON a click away.
+    const row = card('archive_file').locator('.gh-arg[data-arg="path"]');
+    assert.match(await row.locator('.gh-arg-value').innerText(), /^C:\/\S+\.txt$/);
+    assert.equal(await row.locator('.gh-arg-desc').innerText(), 'The file');
+    assert.equal(await card('archive_file').locator('.gh-card-inputs').isVisible(), false);
+    await card('archive_file').locator('.gh-card-raw summary').click();
+    assert.equal(await card('archive_file').locator('.gh-card-inputs').isVisible(), true);
+    const shown = async (name) => JSON.parse(await card(name).locator('.gh-card-inputs').textContent());
     const archiveInputs = await shown('archive_file');
     const proposed = await shown('rename_file');
     assert.equal(typeof proposed.path, 'string');
@@ -47,7 +55,7 @@ test('cards: only the allowed decisions, edit then approve, Enter never approves
     await rename.locator('.gh-confirm-edit').click();
     await rename.locator('.gh-badge', { hasText: 'Approved, edited' }).waitFor();
     assert.ok((await rename.locator('.gh-card-proposed').innerText()).includes(JSON.stringify(proposed.path)));
-    assert.match(await rename.locator('.gh-card-inputs').innerText(), /C:\/renamed\.txt/);
+    assert.equal(await rename.locator('.gh-arg[data-arg="path"] .gh-arg-value').innerText(), 'C:/renamed.txt');
     assert.equal(await input.isDisabled(), true, 'still locked: two calls wait');
 
     // Enter on a focused Approve does not approve either.
