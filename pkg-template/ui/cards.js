@@ -11,7 +11,11 @@
 //   lists (default all three);
 // - decided cards show their state and stay revisable (last write wins) until every gated
 //   entry is decided; each click is submitted at once as a partial submission;
-// - approvals are bare: no comment box on Approve.
+// - approvals are bare: no comment box on Approve;
+// - with `onDecideAll`, "Approve all" and "Deny all" when several calls wait (each only for
+//   the calls whose tool allows it); with `onAlwaysAllow`, "Always allow in this
+//   conversation" on a card (the app sets this thread's `autoApprove` for the tool, which its
+//   tools panel can revoke, and approves the call).
 //
 // Everything that comes from the model, a tool or the user is written with textContent,
 // never as HTML. Enter never approves: the Approve button ignores the Enter key (Space and
@@ -71,12 +75,18 @@ function ignoreEnter(button) {
 /**
  * The approvals section. `onDecide(callId, decision)` must submit one decision
  * (`"approve"`, `"reject"`, `["reject", reason]` or `["edit", inputs]`) and resolve when it is
- * stored. `tools` are the tool definitions given to `Agent.open` (their `label` and
- * `allowedDecisions` are used); `labels` maps more tool names to display names.
+ * stored; `onDecideAll(decisions)` (optional) submits several at once, keyed by `callId`;
+ * `onAlwaysAllow(entry)` (optional) lets the tool run without asking in this thread and
+ * approves the call. `tools` are the tool definitions given to `Agent.open` (their `label`,
+ * `allowedDecisions` and `parameters` are used); `labels` maps more tool names to display names.
  */
 export class ApprovalCards {
-  constructor({ onDecide, labels = {}, tools = [] }) {
+  constructor({ onDecide, onDecideAll, onAlwaysAllow, labels = {}, tools = [] }) {
     this.onDecide = onDecide;
+    this.onDecideAll = onDecideAll;
+    this.onAlwaysAllow = onAlwaysAllow;
+    this.entries = [];
+    this.saving = false; // a bulk decision is being stored
     this.labels = { ...labels };
     this.allowed = {}; // tool name -> the decisions its cards offer
     this.properties = {}; // tool name -> its schema's `properties` (argument descriptions)
@@ -87,7 +97,52 @@ export class ApprovalCards {
     this.title = h('h2', { class: 'gh-approvals-title', id: 'gh-approvals-title', tabindex: '-1' });
     this.summary = h('p', { class: 'gh-approvals-summary' });
     this.list = h('div', { class: 'gh-cards' });
-    this.el.append(h('div', { class: 'gh-approvals-head' }, this.title, this.summary), this.list);
+    this.approveAll = h('button', { type: 'button', class: 'gh-btn gh-approve-all' }, 'Approve all');
+    this.denyAll = h('button', { type: 'button', class: 'gh-btn gh-deny-all' }, 'Deny all');
+    ignoreEnter(this.approveAll);
+    this.approveAll.addEventListener('click', () => this.#decideAll('approve'));
+    this.denyAll.addEventListener('click', () => this.#decideAll('reject'));
+    this.bulkError = h('p', { class: 'gh-card-error', role: 'alert', hidden: true });
+    this.bulk = h('div', { class: 'gh-card-actions gh-bulk', hidden: true }, this.approveAll, this.denyAll);
+    this.el.append(h('div', { class: 'gh-approvals-head' }, this.title, this.summary, this.bulk, this.bulkError), this.list);
+  }
+
+  /** The pending calls whose tool allows `kind`, as one decisions map. */
+  #bulkDecisions(kind) {
+    const out = {};
+    for (const e of this.entries) {
+      if (e.approval === 'pending' && this.decisionsFor(e).has(kind)) out[e.callId] = kind;
+    }
+    return out;
+  }
+
+  #patchBulk() {
+    const pending = this.entries.filter((e) => e.approval === 'pending').length;
+    const approvable = Object.keys(this.#bulkDecisions('approve')).length;
+    const deniable = Object.keys(this.#bulkDecisions('reject')).length;
+    this.bulk.hidden = !this.onDecideAll || pending < 2;
+    this.approveAll.hidden = approvable < 2;
+    this.denyAll.hidden = deniable < 2;
+    this.approveAll.textContent = approvable < pending ? `Approve ${approvable}` : 'Approve all';
+    this.denyAll.textContent = deniable < pending ? `Deny ${deniable}` : 'Deny all';
+    this.approveAll.disabled = this.denyAll.disabled = this.busy || this.saving;
+  }
+
+  async #decideAll(kind) {
+    const decisions = this.#bulkDecisions(kind);
+    if (this.busy || this.saving || Object.keys(decisions).length === 0) return;
+    this.saving = true;
+    this.bulkError.hidden = true;
+    this.#patchBulk();
+    try {
+      await this.onDecideAll(decisions);
+    } catch (e) {
+      this.bulkError.textContent = `Could not save these decisions: ${e?.message ?? e}`;
+      this.bulkError.hidden = false;
+    } finally {
+      this.saving = false;
+      this.#patchBulk();
+    }
   }
 
   /** Takes the labels and `allowedDecisions` of these tool definitions. */
@@ -102,6 +157,7 @@ export class ApprovalCards {
       else delete this.allowed[t.name];
     }
     for (const card of this.cards.values()) this.#patch(card, card.entry);
+    if (this.bulk) this.#patchBulk();
   }
 
   /** The decisions a card for `entry` offers. */
@@ -139,6 +195,8 @@ export class ApprovalCards {
       if (this.list.children[i] !== card.el) this.list.insertBefore(card.el, this.list.children[i] ?? null);
       this.#patch(card, entry);
     });
+    this.entries = entries;
+    this.#patchBulk();
     if (entries.length) {
       const pending = entries.filter((e) => e.approval === 'pending').length;
       this.title.textContent = entries.length === 1
@@ -165,6 +223,10 @@ export class ApprovalCards {
     parts.approve = h('button', { type: 'button', class: 'gh-btn gh-approve', dataset: { action: 'approve' } }, 'Approve');
     parts.deny = h('button', { type: 'button', class: 'gh-btn gh-deny', dataset: { action: 'deny' } }, 'Deny…');
     parts.edit = h('button', { type: 'button', class: 'gh-btn gh-ghost gh-edit', dataset: { action: 'edit' } }, 'Edit…');
+    parts.always = h('button', { type: 'button', class: 'gh-btn gh-ghost gh-always', dataset: { action: 'always' } },
+      'Always allow in this conversation');
+    ignoreEnter(parts.always);
+    parts.always.addEventListener('click', () => this.#alwaysAllow(card));
     // Enter never approves: only a click (or Space) on the button does.
     ignoreEnter(parts.approve);
     parts.approve.addEventListener('click', () => this.#decide(card, 'approve'));
@@ -227,7 +289,7 @@ export class ApprovalCards {
       h('label', { class: 'gh-deny-label' }, 'Inputs to run instead (JSON)', parts.editInput),
       h('div', { class: 'gh-card-actions' }, parts.confirmEdit, parts.cancelEdit));
     parts.proposed = h('p', { class: 'gh-card-proposed', hidden: true });
-    parts.actions = h('div', { class: 'gh-card-actions' }, parts.approve, parts.deny, parts.edit);
+    parts.actions = h('div', { class: 'gh-card-actions' }, parts.approve, parts.deny, parts.edit, parts.always);
 
     const el = h('article', { class: 'gh-card', dataset: { callId: entry.callId } },
       h('header', { class: 'gh-card-head' }, h('div', { class: 'gh-card-titles' }, parts.name, parts.tech), parts.badge),
@@ -282,12 +344,14 @@ export class ApprovalCards {
     p.approve.hidden = !allowed.has('approve');
     p.deny.hidden = !allowed.has('reject');
     p.edit.hidden = !allowed.has('edit');
+    p.always.hidden = !this.onAlwaysAllow || !allowed.has('approve') || state !== 'pending';
     if (card.form === 'deny' && !allowed.has('reject')) this.#closeForm(card);
     if (card.form === 'edit' && !allowed.has('edit')) this.#closeForm(card);
     const disabled = this.busy || card.saving;
     p.approve.disabled = disabled || state === 'approved';
     p.deny.disabled = disabled;
     p.edit.disabled = disabled;
+    p.always.disabled = disabled;
     p.confirmDeny.disabled = disabled;
     p.reasonInput.disabled = disabled;
     p.confirmEdit.disabled = disabled;
@@ -346,6 +410,21 @@ export class ApprovalCards {
     p.editForm.hidden = true;
     p.actions.hidden = false;
     if (focus && was) (was === 'edit' ? p.edit : p.deny).focus();
+  }
+
+  async #alwaysAllow(card) {
+    if (this.busy || card.saving) return;
+    card.saving = true;
+    card.parts.error.hidden = true;
+    this.#patch(card, card.entry);
+    try {
+      await this.onAlwaysAllow(card.entry);
+    } catch (e) {
+      this.#showError(card, `Could not save this: ${e?.message ?? e}`);
+    } finally {
+      card.saving = false;
+      if (card.el.isConnected) this.#patch(card, card.entry);
+    }
   }
 
   async #decide(card, decision) {

@@ -63,7 +63,12 @@ export class ChatView {
     this.error = null; // { text, retry: bool }
     this.stream = null; // the streaming bubble's parts
 
-    this.cards = new ApprovalCards({ labels, tools, onDecide: (id, d) => this.decide(id, d) });
+    this.cards = new ApprovalCards({
+      labels, tools,
+      onDecide: (id, d) => this.decide(id, d),
+      onDecideAll: (decisions) => this.decideAll(decisions),
+      onAlwaysAllow: (entry) => this.alwaysAllow(entry),
+    });
     this.labels = this.cards.labels; // one map: the cards' and the log's names of the tools
     this.list = h('div', { class: 'gh-messages' });
     this.streamSlot = h('div', { class: 'gh-stream-slot' });
@@ -238,14 +243,28 @@ export class ChatView {
   }
 
   /** One decision from a card, submitted at once (partial submissions; last write wins). */
-  async decide(callId, decision) {
+  decide(callId, decision) {
+    return this.decideAll({ [callId]: decision });
+  }
+
+  /** Several decisions in one submission ("Approve all", "Deny all"). */
+  async decideAll(decisions) {
     if (!this.agent || this.loading) throw new Error('the thread is still loading');
-    const res = await this.#run((opts) => this.agent.submitDecisions({ [callId]: decision }, opts), { quiet: true });
+    const res = await this.#run((opts) => this.agent.submitDecisions(decisions, opts), { quiet: true });
     if (!res.ok && isSuspended(this.tail)) {
       this.setError(null);
       throw res.error;
     }
     if (!res.ok) this.#showError(res.error);
+  }
+
+  /** "Always allow in this conversation": this thread's `autoApprove` for the tool (revocable
+   *  with `setToolPolicy`, e.g. in the demo's tools panel), then approves this call. */
+  async alwaysAllow(entry) {
+    if (!this.agent || this.loading) throw new Error('the thread is still loading');
+    await this.agent.setToolPolicy(entry.name, { autoApprove: true });
+    this.onChange();
+    await this.decide(entry.callId, 'approve');
   }
 
   /** Runs one SDK call with streaming events; never throws. */

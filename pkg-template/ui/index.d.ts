@@ -25,6 +25,12 @@ export type ToolDisplay = Pick<Tool, "name"> & { label?: string; allowedDecision
 export interface ApprovalCardsOptions {
   /** Stores one decision; the card shows "Saving…" until it resolves and the error if it rejects. */
   onDecide(callId: string, decision: CardDecision): Promise<unknown>;
+  /** Stores several decisions at once: with it, "Approve all" and "Deny all" appear when
+   *  several calls wait (each covering the calls whose tool allows that decision). */
+  onDecideAll?(decisions: Record<string, CardDecision>): Promise<unknown>;
+  /** With it, a card offers "Always allow in this conversation": set this thread's
+   *  `autoApprove` for `entry.name` and approve the call. */
+  onAlwaysAllow?(entry: ToolEntry): Promise<unknown>;
   /** The tool definitions given to `Agent.open`: their `label` and `allowedDecisions`. */
   tools?: readonly ToolDisplay[];
   /** More display names, by tool name. */
@@ -75,6 +81,9 @@ export declare class ChatView {
   send(text?: string): Promise<unknown>;
   retry(): Promise<unknown>;
   decide(callId: string, decision: CardDecision): Promise<void>;
+  decideAll(decisions: Record<string, CardDecision>): Promise<void>;
+  /** `setToolPolicy(entry.name, { autoApprove: true })` for this thread, then approves the call. */
+  alwaysAllow(entry: ToolEntry): Promise<void>;
   /** Re-reads the thread (done when the page becomes visible again). */
   refresh(): Promise<void>;
   setError(text: string | null, retry?: boolean, kind?: "error" | "notice"): void;

@@ -17,9 +17,11 @@ test('cards: only the allowed decisions, edit then approve, Enter never approves
     const card = (name) => widget.locator('.gh-card', { has: page.locator('.gh-card-tech, .gh-card-name', { hasText: name }) });
     await card('archive_file').waitFor();
     const offered = async (name) => card(name).locator('.gh-btn:visible').allInnerTexts();
-    assert.deepEqual(await offered('archive_file'), ['Approve', 'Deny…']);
+    assert.deepEqual(await offered('archive_file'), ['Approve', 'Deny…', 'Always allow in this conversation']);
     assert.deepEqual(await offered('rename_file'), ['Deny…', 'Edit…']);
     assert.deepEqual(await offered('shred_file'), ['Deny…']);
+    // Of the bulk buttons only "Deny all" (one call could be approved, three denied).
+    assert.deepEqual(await widget.locator('.gh-bulk .gh-btn:visible').allInnerTexts(), ['Deny all']);
     const input = widget.locator('.gh-input');
     assert.equal(await input.isDisabled(), true, 'locked while calls wait');
     await shot(page, 'cards-1-allowed');

@@ -151,7 +151,7 @@ for (const [name, dir] of [["plain", plain], ["vite", dist]]) {
     await page.locator("gatehouse-chat .gh-call-result").first().waitFor({ timeout: 15000 });
     const ran = await page.evaluate(() => window.ran);
     await page.screenshot({ path: path.join(outDir, "widget.png") });
-    const ok = JSON.stringify(offered) === '["Approve","Deny…"]' && locked && JSON.stringify(ran) === '["C:/old_logs.txt"]' && errors.length === 0;
+    const ok = JSON.stringify(offered) === '["Approve","Deny…","Always allow in this conversation"]' && locked && JSON.stringify(ran) === '["C:/old_logs.txt"]' && errors.length === 0;
     console.log(`${ok ? "ok" : "not ok"} - the ui export's widget in a plain page: offered ${JSON.stringify(offered)}, input locked: ${locked}, ran ${JSON.stringify(ran)}`);
     if (!ok) { failed++; console.log(errors.join("\n")); }
   } catch (e) {
