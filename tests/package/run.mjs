@@ -1,6 +1,7 @@
-// Installs the packed npm tarball (npm pack of pkg/) into a Vite app, a plain HTML page and a
-// plain page with the <gatehouse-chat> widget of gatehouse-agent/ui, builds the Vite app, and
-// runs a chat with an approval through each in headless Chromium.
+// Installs the packed npm tarball (npm pack of pkg/) into a Vite app, a Vite + React app
+// (gatehouse-agent/react), a plain HTML page and a plain page with the <gatehouse-chat> widget
+// of gatehouse-agent/ui, builds the Vite apps, and runs a chat with an approval through each in
+// headless Chromium.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -51,16 +52,19 @@ if (!/^MIT License\n\nCopyright \(c\) 2026 The Gatehouse authors\n/.test(fs.read
 }
 console.log(`packed ${path.basename(tarball)} (${fs.statSync(tarball).size} bytes)`);
 
-function install(dir) {
+function install(dir, extra = []) {
   fs.cpSync(path.join(here, dir), path.join(work, dir), { recursive: true });
   fs.copyFileSync(path.join(here, "app.js"), path.join(work, dir, "app.js"));
   fs.writeFileSync(path.join(work, dir, "package.json"), JSON.stringify({ name: dir, private: true, type: "module" }));
-  sh("npm", ["install", "--no-audit", "--no-fund", "--offline", tarball], path.join(work, dir));
+  sh("npm", ["install", "--no-audit", "--no-fund", "--offline", tarball, ...extra], path.join(work, dir));
   return path.join(work, dir);
 }
+// React at the version of the repository's dev dependencies (from npm's cache: --offline).
+const reactVersion = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).devDependencies.react;
 const plain = install("plain");
 const widget = install("widget");
 const viteApp = install("vite-app");
+const viteReact = install("vite-react", [`react@${reactVersion}`, `react-dom@${reactVersion}`]);
 // The installed package's types, as a TypeScript app resolves them (package.json `exports`),
 // with a bundler's resolution and with Node's.
 fs.writeFileSync(path.join(viteApp, "check.ts"), [
@@ -87,6 +91,11 @@ sh(path.join(root, "node_modules/.bin/vite"), ["build", "--logLevel", "warn", vi
 const dist = path.join(viteApp, "dist");
 const assets = fs.readdirSync(path.join(dist, "assets"));
 if (!assets.some((a) => a.endsWith(".wasm"))) throw new Error("vite did not emit the wasm: " + assets);
+sh(path.join(root, "node_modules/.bin/vite"), ["build", "--logLevel", "warn", viteReact], viteReact);
+const reactDist = path.join(viteReact, "dist");
+// The hooks import React from the app (a peer), nothing else but the package's entry.
+const hookImports = [...fs.readFileSync(path.join(root, "pkg/react.js"), "utf8").matchAll(/^import .* from "([^"]+)";$/gm)].map((m) => m[1]);
+if (JSON.stringify(hookImports) !== '["react","./gatehouse.js"]') throw new Error(`react.js imports ${hookImports}`);
 
 function serve(dir) {
   return new Promise((resolve, reject) => {
@@ -122,6 +131,32 @@ for (const [name, dir] of [["plain", plain], ["vite", dist]]) {
   } catch (e) {
     failed++;
     console.log(`not ok - package in ${name} page: ${e.message}`);
+  } finally {
+    await page.close();
+    server.stop();
+  }
+}
+
+// gatehouse-agent/react from the tarball in a Vite app (StrictMode): chat, the pending call,
+// approve, done, no page errors.
+{
+  const server = await serve(reactDist);
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  try {
+    await page.goto(server.url + "/");
+    await page.waitForSelector("body[data-done]", { timeout: 30000 });
+    const done = await page.getAttribute("body", "data-done");
+    const log = await page.textContent("#log");
+    const ok = done === "ok" && log.includes('pending:delete_file {"path":"C:/old_logs.txt"}') && log.includes("awaiting_approval")
+      && errors.length === 0;
+    console.log(`${ok ? "ok" : "not ok"} - gatehouse-agent/react in a Vite app (${done})\n${log.replace(/^/gm, "  # ")}`);
+    if (!ok) { failed++; console.log(errors.join("\n")); }
+  } catch (e) {
+    failed++;
+    console.log(`not ok - gatehouse-agent/react in a Vite app: ${e.message}\n${await page.textContent("#log").catch(() => "")}\n${errors.join("\n")}`);
   } finally {
     await page.close();
     server.stop();
@@ -164,5 +199,5 @@ for (const [name, dir] of [["plain", plain], ["vite", dist]]) {
 }
 await browser.close();
 fs.rmSync(work, { recursive: true, force: true });
-console.log(`${3 - failed} passed, ${failed} failed`);
+console.log(`${4 - failed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
