@@ -58,6 +58,10 @@ sed -i '1i /// <reference lib="esnext.disposable" />' pkg/gatehouse_wasm.d.ts
 error_module=$(cd pkg && ls snippets/*/src/js/error.js)
 sed "s|__ERROR_MODULE__|./$error_module|" pkg-template/gatehouse.js > pkg/gatehouse.js
 cp pkg-template/gatehouse.d.ts pkg-template/package.json pkg-template/README.md LICENSE pkg/
+# The subpath exports, hand-written JS as it ships: gatehouse-agent/react, gatehouse-agent/ui
+# (and its ui.css).
+cp pkg-template/react.js pkg-template/react.d.ts pkg/
+cp -r pkg-template/ui pkg/ui
 version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
 sed -i "s/\"version\": \"[^\"]*\"/\"version\": \"$version\"/" pkg/package.json
 # The CDN URLs in the package README name the version being built.

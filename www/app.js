@@ -1,9 +1,9 @@
-// The Gatehouse demo app: thread list, chat view (chat-view.js), approval cards (cards.js),
-// per-thread tools panel, model settings, and the service worker for offline use.
+// The Gatehouse demo app: thread list, the package's chat view and approval cards
+// (gatehouse-agent/ui), per-thread tools panel, model settings, and the service worker for
+// offline use.
 
 import init, { Agent } from '../pkg/gatehouse.js';
-import { ChatView } from './chat-view.js';
-import { h } from './cards.js';
+import { ChatView, h } from '../pkg/ui/index.js';
 import { tools, suggestions } from './tools.js';
 import { loadSettings, saveSettings, modelOptions, modelLabel, PROVIDERS } from './settings.js';
 
@@ -15,7 +15,6 @@ const INSTRUCTIONS =
   'Deleting and emailing wait for the user\'s approval; if the user rejects a call, follow their reason.';
 
 const $ = (id) => document.getElementById(id);
-const labels = Object.fromEntries(tools.map((t) => [t.name, t.label || t.name]));
 
 const state = {
   settings: loadSettings(),
@@ -28,7 +27,7 @@ const state = {
 
 const view = new ChatView({
   root: $('chat'),
-  labels,
+  tools,
   suggestions,
   intro: 'The demo model runs in this page, offline. Mention a tool and it calls it: deleting and ' +
     'emailing wait for your approval, and your decisions are saved in IndexedDB, so they survive reloads.',

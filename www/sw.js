@@ -8,25 +8,25 @@
 // and, if any file changed (e.g. the SDK was rebuilt), replaces the cached copies and
 // tells the page, which offers a reload. The running page is never given a mix of files.
 
-const VERSION = 'gatehouse-demo-v1';
+const VERSION = 'gatehouse-demo-v2';
 const FILES = [
   './',
   './index.html',
   './app.js',
   './app.css',
-  './chat.css',
-  './chat-view.js',
-  './cards.js',
   './settings.js',
   './tools.js',
   './icon.svg',
-  './widget.js',
-  './widget.css',
   './article.html',
   './article.css',
   '../pkg/gatehouse.js',
   '../pkg/gatehouse_wasm.js',
   '../pkg/gatehouse_bg.wasm',
+  '../pkg/ui/index.js',
+  '../pkg/ui/cards.js',
+  '../pkg/ui/chat-view.js',
+  '../pkg/ui/widget.js',
+  '../pkg/ui/gatehouse.css',
 ];
 const URLS = FILES.map((f) => new URL(f, self.registration.scope).href);
 const KNOWN = new Set(URLS);

@@ -16,7 +16,10 @@ test('approve: the card runs the tool once approved', { timeout: 60_000 }, async
     assert.equal(await card.count(), 1);
     assert.equal(await card.locator('.gh-card-name').innerText(), 'Delete file');
     assert.equal(await card.locator('.gh-card-tech').innerText(), 'delete_file');
-    assert.deepEqual(JSON.parse(await card.locator('.gh-card-inputs').innerText()), { path: 'C:/old_logs.txt' });
+    // One row per argument, beside its schema description; the raw JSON behind "Raw JSON".
+    assert.equal(await card.locator('.gh-arg[data-arg="path"] .gh-arg-value').innerText(), 'C:/old_logs.txt');
+    assert.equal(await card.locator('.gh-arg[data-arg="path"] .gh-arg-desc').innerText(), 'Path of the file to delete');
+    assert.deepEqual(JSON.parse(await card.locator('.gh-card-inputs').textContent()), { path: 'C:/old_logs.txt' });
     assert.equal(await card.getAttribute('data-state'), 'pending');
     // requireApproval: true gives no approvalReason: no "why" line.
     assert.equal(await card.locator('.gh-card-reason').isHidden(), true);

@@ -15,7 +15,7 @@ test('deny with a reason: the model receives the reason', { timeout: 60_000 }, a
     // send_email's approvalPolicy returns a string: it is the card's "why".
     assert.equal(await card.locator('.gh-card-reason').innerText(),
       'Sends an email to team@example.com on your behalf; it cannot be unsent.');
-    const inputs = JSON.parse(await card.locator('.gh-card-inputs').innerText());
+    const inputs = JSON.parse(await card.locator('.gh-card-inputs').textContent());
     assert.equal(inputs.to, 'team@example.com');
 
     await card.locator('.gh-deny').click();

@@ -24,7 +24,7 @@ test('offline: reload with the network off, approve, chat; network model resumes
     const card = page.locator('.gh-card');
     await card.waitFor();
     assert.equal(await card.getAttribute('data-state'), 'pending');
-    assert.deepEqual(JSON.parse(await card.locator('.gh-card-inputs').innerText()), { path: 'C:/old_logs.txt' });
+    assert.deepEqual(JSON.parse(await card.locator('.gh-card-inputs').textContent()), { path: 'C:/old_logs.txt' });
     assert.match(await page.locator('.thread[aria-current="true"]').innerText(), /delete C:\/old_logs\.txt/);
     await shot(page, 'offline-1-reloaded');
 

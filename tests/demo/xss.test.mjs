@@ -13,7 +13,8 @@ test('XSS attempts in tool inputs are shown as text', { timeout: 60_000 }, async
     await send(page, `delete "${PAYLOAD}" and email team@example.com`);
     const cards = page.locator('.gh-card');
     await cards.nth(1).waitFor();
-    assert.deepEqual(JSON.parse(await cards.nth(0).locator('.gh-card-inputs').innerText()), { path: PAYLOAD });
+    assert.deepEqual(JSON.parse(await cards.nth(0).locator('.gh-card-inputs').textContent()), { path: PAYLOAD });
+    assert.equal(await cards.nth(0).locator('.gh-arg[data-arg="path"] .gh-arg-value').innerText(), PAYLOAD);
     // The title (the user's text) in the sidebar and the header: literal.
     assert.match(await page.locator('#thread-title').innerText(), /<img src=x onerror=window\.__xss=1>/);
     assert.match(await page.locator('.thread[aria-current="true"] .thread-name').innerText(), /<img src=x/);

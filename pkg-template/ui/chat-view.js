@@ -1,4 +1,4 @@
-// The chat view shared by the demo app and the <gatehouse-chat> widget: the message log
+// The chat view of the demo app and the <gatehouse-chat> widget: the message log
 // (streamed answers), the approval cards, the error banner with Retry, and the composer.
 // It talks to one Gatehouse `Agent` at a time (`setAgent`). Every string from the model, a
 // tool or the user is rendered as text (textContent), never as HTML.
@@ -43,13 +43,12 @@ function isGatehouseError(e) {
 
 export class ChatView {
   /**
-   * @param {{ root: HTMLElement, labels?: Record<string,string>, suggestions?: string[],
+   * @param {{ root: HTMLElement, tools?: object[], labels?: Record<string,string>, suggestions?: string[],
    *   intro?: string, onChange?: () => void, onBusy?: (busy: boolean) => void }} o
    */
-  constructor({ root, labels = {}, suggestions = [], intro = '', onChange, onBusy }) {
+  constructor({ root, tools = [], labels = {}, suggestions = [], intro = '', onChange, onBusy }) {
     this.root = root;
     root.classList.add('gh-chat');
-    this.labels = labels;
     this.suggestions = suggestions;
     this.intro = intro;
     this.onChange = onChange ?? (() => {});
@@ -64,7 +63,13 @@ export class ChatView {
     this.error = null; // { text, retry: bool }
     this.stream = null; // the streaming bubble's parts
 
-    this.cards = new ApprovalCards({ labels, onDecide: (id, d) => this.decide(id, d) });
+    this.cards = new ApprovalCards({
+      labels, tools,
+      onDecide: (id, d) => this.decide(id, d),
+      onDecideAll: (decisions) => this.decideAll(decisions),
+      onAlwaysAllow: (entry) => this.alwaysAllow(entry),
+    });
+    this.labels = this.cards.labels; // one map: the cards' and the log's names of the tools
     this.list = h('div', { class: 'gh-messages' });
     this.streamSlot = h('div', { class: 'gh-stream-slot' });
     this.bannerText = h('p', { class: 'gh-banner-text' });
@@ -132,6 +137,12 @@ export class ChatView {
     window.removeEventListener('online', this.onOnline);
     window.removeEventListener('offline', this.onOffline);
     document.removeEventListener('visibilitychange', this.onVisible);
+  }
+
+  /** Takes the labels and `allowedDecisions` of the tool definitions given to `Agent.open`. */
+  setTools(tools) {
+    this.cards.setTools(tools);
+    this.render();
   }
 
   /** Another thread is being opened: nothing can be sent until `setAgent`. */
@@ -232,14 +243,28 @@ export class ChatView {
   }
 
   /** One decision from a card, submitted at once (partial submissions; last write wins). */
-  async decide(callId, decision) {
+  decide(callId, decision) {
+    return this.decideAll({ [callId]: decision });
+  }
+
+  /** Several decisions in one submission ("Approve all", "Deny all"). */
+  async decideAll(decisions) {
     if (!this.agent || this.loading) throw new Error('the thread is still loading');
-    const res = await this.#run((opts) => this.agent.submitDecisions({ [callId]: decision }, opts), { quiet: true });
+    const res = await this.#run((opts) => this.agent.submitDecisions(decisions, opts), { quiet: true });
     if (!res.ok && isSuspended(this.tail)) {
       this.setError(null);
       throw res.error;
     }
     if (!res.ok) this.#showError(res.error);
+  }
+
+  /** "Always allow in this conversation": this thread's `autoApprove` for the tool (revocable
+   *  with `setToolPolicy`, e.g. in the demo's tools panel), then approves this call. */
+  async alwaysAllow(entry) {
+    if (!this.agent || this.loading) throw new Error('the thread is still loading');
+    await this.agent.setToolPolicy(entry.name, { autoApprove: true });
+    this.onChange();
+    await this.decide(entry.callId, 'approve');
   }
 
   /** Runs one SDK call with streaming events; never throws. */

@@ -1,7 +1,8 @@
 // <gatehouse-chat>: the Gatehouse chat as an embeddable custom element (shadow DOM).
+// Importing gatehouse-agent/ui defines it (unless a <gatehouse-chat> is already defined).
 //
-//   <script type="module" src="/www/widget.js"></script>
-//   <gatehouse-chat thread-id="support" tools="/www/tools.js"></gatehouse-chat>
+//   <script type="module" src="/node_modules/gatehouse-agent/ui/index.js"></script>
+//   <gatehouse-chat thread-id="support" tools="/assistant-tools.js"></gatehouse-chat>
 //
 // Attributes (all optional except where noted):
 //   thread-id   the thread to show (default "gatehouse-widget"); kept in IndexedDB
@@ -16,12 +17,11 @@
 // API keys are deliberately not an attribute: put a key-holding proxy behind `base-url`.
 // Events: `gatehouse-change` (bubbles, composed) after every run.
 
-import init, { Agent } from '../pkg/gatehouse.js';
+import init, { Agent } from '../gatehouse.js';
 import { ChatView } from './chat-view.js';
 import { h } from './cards.js';
 
-const sdkReady = init();
-const STYLES = ['./chat.css', './widget.css'].map((f) => new URL(f, import.meta.url).href);
+const STYLES = [new URL('./gatehouse.css', import.meta.url).href];
 
 export class GatehouseChat extends HTMLElement {
   static observedAttributes = ['thread-id', 'provider', 'base-url', 'model', 'database', 'tools', 'heading', 'instructions'];
@@ -85,7 +85,7 @@ export class GatehouseChat extends HTMLElement {
     const ticket = ++this.#opened;
     const view = this.#view;
     try {
-      await sdkReady;
+      await init(); // the same promise for every caller; the wasm loads with the first widget
       const provider = this.getAttribute('provider') || 'demo';
       const model = provider === 'demo'
         ? { provider: 'demo' }
@@ -99,8 +99,7 @@ export class GatehouseChat extends HTMLElement {
         tools = Array.isArray(mod.tools) ? mod.tools : [];
         suggestions = Array.isArray(mod.suggestions) ? mod.suggestions : [];
       }
-      view.labels = Object.fromEntries(tools.map((t) => [t.name, t.label || t.name]));
-      view.cards.labels = view.labels;
+      view.setTools(tools);
       view.suggestions = suggestions;
       view.intro = provider === 'demo'
         ? 'This assistant runs in your browser with an offline demo model. Actions that change things wait for your approval.'

@@ -1,0 +1,106 @@
+// gatehouse-agent/ui: the approval cards, the chat view and the <gatehouse-chat> element.
+import type { Agent, DecisionKind, Message, Tool, ToolEntry } from "../gatehouse.js";
+
+/** True when `message` is a tool-call message with at least one entry waiting for a decision. */
+export declare function isSuspended(message: Message | null | undefined): boolean;
+/** The entries of a suspended tail that get a card (those with an `approval` field). */
+export declare function approvalEntries(message: Message | null | undefined): ToolEntry[];
+/** Tool inputs as pretty JSON. */
+export declare function prettyInputs(inputs: unknown): string;
+/** The text of a message's content blocks. */
+export declare function messageText(message: Message | null | undefined): string;
+/** `h("div", { class: "x", text: "hi", onclick }, ...children)`: builds an element; never parses HTML. */
+export declare function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props?: Record<string, unknown>,
+  ...children: unknown[]
+): HTMLElementTagNameMap[K];
+
+/** One decision as `submitDecisions` takes it. */
+export type CardDecision = "approve" | "reject" | ["reject", string] | ["edit", Record<string, unknown>];
+
+/** The tool fields the cards read: the display name and the decisions a human may give. */
+export type ToolDisplay = Pick<Tool, "name"> & { label?: string; allowedDecisions?: readonly DecisionKind[] };
+
+export interface ApprovalCardsOptions {
+  /** Stores one decision; the card shows "Saving…" until it resolves and the error if it rejects. */
+  onDecide(callId: string, decision: CardDecision): Promise<unknown>;
+  /** Stores several decisions at once: with it, "Approve all" and "Deny all" appear when
+   *  several calls wait (each covering the calls whose tool allows that decision). */
+  onDecideAll?(decisions: Record<string, CardDecision>): Promise<unknown>;
+  /** With it, a card offers "Always allow in this conversation": set this thread's
+   *  `autoApprove` for `entry.name` and approve the call. */
+  onAlwaysAllow?(entry: ToolEntry): Promise<unknown>;
+  /** The tool definitions given to `Agent.open`: their `label` and `allowedDecisions`. */
+  tools?: readonly ToolDisplay[];
+  /** More display names, by tool name. */
+  labels?: Record<string, string>;
+}
+
+/** The approvals section: one card per gated entry of the thread's last message. */
+export declare class ApprovalCards {
+  constructor(options: ApprovalCardsOptions);
+  /** The section element; put it in the page. Hidden while nothing waits. */
+  readonly el: HTMLElement;
+  readonly visible: boolean;
+  setTools(tools: readonly ToolDisplay[]): void;
+  /** The decisions a card for this entry offers (its tool's `allowedDecisions`, default all). */
+  decisionsFor(entry: ToolEntry): Set<DecisionKind>;
+  /** Renders the cards for the last message, patching them in place; `busy` disables them. */
+  update(message: Message | null | undefined, options?: { busy?: boolean }): void;
+  /** Moves focus to the section heading (never to a button). */
+  focus(): void;
+}
+
+export interface ChatViewOptions {
+  /** The element the view fills (it gets the class `gh-chat`). */
+  root: HTMLElement;
+  tools?: readonly ToolDisplay[];
+  labels?: Record<string, string>;
+  /** Messages offered as buttons on an empty thread. */
+  suggestions?: string[];
+  /** Text shown on an empty thread. */
+  intro?: string;
+  /** After every run. */
+  onChange?: () => void;
+  /** When a run starts and ends. */
+  onBusy?: (busy: boolean) => void;
+}
+
+/** The chat: the message log with streamed answers, the approval cards, the error banner with
+ *  Retry, and the composer (locked while anything is pending). */
+export declare class ChatView {
+  constructor(options: ChatViewOptions);
+  readonly agent: Agent | null;
+  readonly cards: ApprovalCards;
+  /** Shows this agent's thread (the view never disposes an agent). */
+  setAgent(agent: Agent | null): Promise<void>;
+  /** A thread is being opened: nothing can be sent until `setAgent`. */
+  beginLoading(): void;
+  setTools(tools: readonly ToolDisplay[]): void;
+  send(text?: string): Promise<unknown>;
+  retry(): Promise<unknown>;
+  decide(callId: string, decision: CardDecision): Promise<void>;
+  decideAll(decisions: Record<string, CardDecision>): Promise<void>;
+  /** `setToolPolicy(entry.name, { autoApprove: true })` for this thread, then approves the call. */
+  alwaysAllow(entry: ToolEntry): Promise<void>;
+  /** Re-reads the thread (done when the page becomes visible again). */
+  refresh(): Promise<void>;
+  setError(text: string | null, retry?: boolean, kind?: "error" | "notice"): void;
+  /** Starts (the constructor does) and stops following `online`/`offline` and page visibility. */
+  listen(): void;
+  destroy(): void;
+}
+
+/** `<gatehouse-chat>`: attributes `thread-id`, `provider`, `base-url`, `model`, `database`,
+ *  `tools` (URL of a module exporting `tools` and `suggestions`), `heading`, `instructions`. */
+export declare class GatehouseChat extends HTMLElement {
+  /** The open agent, or null while loading. */
+  readonly agent: Agent | null;
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    "gatehouse-chat": GatehouseChat;
+  }
+}

@@ -1,0 +1,201 @@
+// gatehouse-agent/react in a real React app: tests/browser/react/app.jsx, bundled here with
+// esbuild (React's development build, under StrictMode) together with pkg/'s entry and
+// react.js, served beside a copy of the wasm. Real IndexedDB, BroadcastChannel and model
+// server; tabs are pages of one context. The app's probe records every Agent.open, every
+// dispose() and any call made on an agent after its dispose().
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { build } from 'esbuild';
+import { ROOT, run, setup, uid } from './harness.mjs';
+
+const h = await setup();
+after(() => h.close());
+
+const OUT = path.join(ROOT, 'test-output/react');
+const PKG = path.join(ROOT, 'pkg'); // the package as built, whatever --pkg serves under /pkg/
+
+before(async () => {
+  mkdirSync(OUT, { recursive: true });
+  // `gatehouse-agent` and its subpaths resolve through pkg/package.json's `exports`.
+  const exportsMap = JSON.parse(readFileSync(path.join(PKG, 'package.json'), 'utf8')).exports;
+  const pkgPlugin = {
+    name: 'gatehouse-agent',
+    setup(b) {
+      b.onResolve({ filter: /^gatehouse-agent(\/.*)?$/ }, (args) => {
+        const sub = `.${args.path.slice('gatehouse-agent'.length)}`;
+        const target = exportsMap[sub];
+        if (!target) return { errors: [{ text: `pkg/package.json does not export ${sub}` }] };
+        return { path: path.join(PKG, typeof target === 'string' ? target : target.default) };
+      });
+    },
+  };
+  await build({
+    entryPoints: [path.join(ROOT, 'tests/browser/react/app.jsx')],
+    outfile: path.join(OUT, 'app.js'),
+    bundle: true,
+    format: 'esm',
+    jsx: 'automatic',
+    define: { 'process.env.NODE_ENV': '"development"' },
+    plugins: [pkgPlugin],
+    logLevel: 'error', // wasm-bindgen's module repeats an import key; esbuild warns about it
+  });
+  copyFileSync(path.join(PKG, 'gatehouse_bg.wasm'), path.join(OUT, 'gatehouse_bg.wasm'));
+});
+
+const T = { timeout: 60_000 };
+const call = (id, p) => ({ toolCalls: [{ id, name: 'delete_file', arguments: { path: p } }] });
+
+/** A tab of `context` with the app on `thread`; `errors` collects page errors and console
+ *  errors and warnings (React reports its own problems there). */
+async function tab(context, { thread, db, sc }) {
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') errors.push(`console.${m.type()}: ${m.text()}`);
+  });
+  const q = new URLSearchParams({ thread, db, base: `${sc.server}/s/${sc.id}/v1` });
+  await page.goto(`${h.url}/tests/browser/react/page.html?${q}`);
+  await page.locator('#chat[data-ready="true"]').waitFor();
+  return { page, errors };
+}
+
+const probe = (page) => page.evaluate(() => JSON.parse(JSON.stringify(window.probe)));
+
+async function send(page, text) {
+  await page.locator('#composer input').fill(text);
+  await page.locator('#composer button[type="submit"]').click();
+}
+
+test('StrictMode: the thread opens once; chat streams, the card waits, approve completes; useThreads follows', T, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const sc = await h.scenario([call('call_1', '/r'), { text: ['Deleted ', '/r ', 'for you.'], chunkDelayMs: 30 }]);
+  const thread = uid('t');
+  const { page, errors } = await tab(context, { thread, db: uid('db'), sc });
+
+  let p = await probe(page);
+  assert.equal(p.effectRuns, 2, 'StrictMode ran the effects twice (the app is in development mode)');
+  assert.deepEqual(p.opens, [thread], 'one Agent.open despite the double mount');
+  assert.equal(p.disposes, 0, 'nothing disposed while mounted');
+  assert.equal(await page.locator('#chat').getAttribute('data-status'), 'idle');
+
+  await send(page, 'delete /r');
+  const card = page.locator('.card[data-call-id="call_1"]');
+  await card.waitFor();
+  await page.locator('#chat[data-status="awaiting_approval"]').waitFor();
+  assert.match(await card.innerText(), /delete_file \{"path":"\/r"\}/);
+  assert.equal(await page.locator('#composer input').isDisabled(), true, 'input locked while a call waits');
+  await page.locator(`#threads li[data-thread="${thread}"][data-status="awaiting_approval"]`).waitFor();
+  assert.deepEqual((await probe(page)).executed, [], 'nothing ran before the decision');
+
+  await card.locator('.approve').click();
+  await page.locator('#chat[data-status="idle"]').waitFor();
+  await card.waitFor({ state: 'detached' });
+  assert.equal(await page.locator('#last').innerText(), 'Deleted /r for you.');
+  assert.equal(await page.locator('#streaming').innerText(), '', 'no streaming text once the answer is stored');
+  await page.locator(`#threads li[data-thread="${thread}"][data-status="idle"]`).waitFor();
+  p = await probe(page);
+  assert.deepEqual(p.executed, ['/r']);
+  assert.deepEqual(p.results, ['awaiting_approval', 'completed']);
+  // React may batch deltas into one render, so which partial texts were rendered depends on
+  // timing; what holds: each rendered streamingText extends the one before, and the whole
+  // answer was rendered as streamingText before it was stored.
+  assert.ok(p.streamed.length >= 1, 'streamingText was rendered');
+  p.streamed.forEach((s, i) => assert.ok(i === 0 || (s.startsWith(p.streamed[i - 1]) && s !== p.streamed[i - 1]), `${JSON.stringify(p.streamed)} grows`));
+  assert.equal(p.streamed.at(-1), 'Deleted /r for you.');
+  assert.deepEqual(p.opens, [thread]);
+  assert.deepEqual(p.lateCalls, []);
+  assert.deepEqual(errors, []);
+});
+
+test('two tabs stay in step: the other tab\'s card goes without any action in it, and its next message is accepted', T, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const sc = await h.scenario([call('call_1', '/two'), { text: 'Deleted.' }, { text: 'Hello from B.' }]);
+  const args = { thread: uid('t'), db: uid('db'), sc };
+  const a = await tab(context, args);
+  const b = await tab(context, args);
+
+  await send(a.page, 'delete /two');
+  await a.page.locator('.card[data-call-id="call_1"]').waitFor();
+  // B did nothing: the notice of A's writes re-rendered it.
+  await b.page.locator('.card[data-call-id="call_1"]').waitFor({ timeout: 5_000 });
+  await b.page.locator('#chat[data-status="awaiting_approval"]').waitFor();
+  assert.equal(await b.page.locator('#composer input').isDisabled(), true);
+
+  await a.page.locator('.card[data-call-id="call_1"] .approve').click();
+  await a.page.locator('#chat[data-status="idle"]').waitFor();
+  await b.page.locator('.card').waitFor({ state: 'detached', timeout: 5_000 });
+  await b.page.locator('#chat[data-status="idle"]').waitFor();
+  assert.equal(await b.page.locator('#last').innerText(), 'Deleted.');
+
+  await send(b.page, 'hello');
+  await b.page.locator('#last', { hasText: 'Hello from B.' }).waitFor();
+  await a.page.locator('#last', { hasText: 'Hello from B.' }).waitFor({ timeout: 5_000 });
+  const pb = await probe(b.page);
+  assert.deepEqual(pb.results, ['completed'], 'B\'s message was accepted (no conflict)');
+  assert.equal(await b.page.locator('#chat').getAttribute('data-error'), '');
+  assert.deepEqual((await probe(a.page)).executed, ['/two']);
+  assert.deepEqual(pb.executed, []);
+  const requests = await sc.requests();
+  assert.equal(requests.length, 3, 'one model request per turn');
+  assert.deepEqual([...a.errors, ...b.errors], []);
+});
+
+test('useThreads follows another tab: its new thread appears with its status, its deletion removes it', T, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const sc = await h.scenario([call('call_1', '/other')]);
+  const db = uid('db');
+  const [mine, other] = [uid('mine'), uid('other')];
+  const a = await tab(context, { thread: mine, db, sc });
+  const b = await tab(context, { thread: other, db, sc });
+  await send(b.page, 'delete /other');
+  await b.page.locator('.card').waitFor();
+  // A never opened that thread and did nothing: the thread-list notice re-read its list.
+  await a.page.locator(`#threads li[data-thread="${other}"][data-status="awaiting_approval"]`).waitFor({ timeout: 5_000 });
+  await run(b.page, (id) => window.threads.deleteThread(id), other);
+  await a.page.locator(`#threads li[data-thread="${other}"]`).waitFor({ state: 'detached', timeout: 5_000 });
+  assert.equal(await a.page.locator('#threads li').count(), 0, 'A\'s own thread has no message yet, so it is not listed');
+  assert.deepEqual([...a.errors, ...b.errors], []);
+});
+
+test('unmount disposes the agent: later notices and calls never reach it', T, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const sc = await h.scenario([{ text: 'First.' }, { text: 'From the other tab.' }]);
+  const args = { thread: uid('t'), db: uid('db'), sc };
+  const a = await tab(context, args);
+  const b = await tab(context, args);
+  await send(a.page, 'one');
+  await a.page.locator('#last', { hasText: 'First.' }).waitFor();
+
+  // A control agent in tab A (not the hook's) hears the thread, so the test knows when a
+  // notice has reached tab A.
+  await run(a.page, async () => {
+    const p = new URLSearchParams(location.search);
+    window.control = await window.realOpen({ threadId: p.get('thread'), storage: { database: p.get('db') } });
+    window.heard = [];
+    window.control.subscribe((c) => window.heard.push(c.status));
+  });
+  await a.page.evaluate(() => window.unmountChat());
+  await a.page.locator('#unmounted').waitFor();
+  await a.page.waitForFunction(() => window.probe.disposes === 1);
+
+  await send(b.page, 'two');
+  await b.page.locator('#last', { hasText: 'From the other tab.' }).waitFor();
+  await a.page.waitForFunction(() => window.heard.includes('idle') && window.heard.length >= 2);
+  // The hook's functions, kept by the page after the unmount, touch no agent either.
+  const late = await run(a.page, async () => [typeof await window.hook.chat('after unmount'), typeof await window.hook.retry()]);
+  assert.deepEqual(late, ['undefined', 'undefined']);
+  const p = await probe(a.page);
+  assert.equal(p.opens.length, 1);
+  assert.equal(p.disposes, 1);
+  assert.deepEqual(p.lateCalls, [], 'no call on the disposed agent');
+  assert.deepEqual([...a.errors, ...b.errors], []);
+});
