@@ -32,6 +32,17 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// The refusal of a decision for `call_id` after its approval deadline.
+    pub fn expired(call_id: &str) -> EngineError {
+        EngineError::Expired {
+            call_id: call_id.to_owned(),
+            message: format!(
+                "the approval request for \"{call_id}\" expired before this decision arrived; \
+                 nothing was staged"
+            ),
+        }
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             EngineError::Conflict(_) => "conflict",

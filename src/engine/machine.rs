@@ -479,13 +479,7 @@ impl Engine {
                     .is_some_and(|at| at <= now_ms);
                 let expired = e.approval_state() == Some(ApprovalState::Expired);
                 if expired || (due && e.approval.is_some()) {
-                    return Err(EngineError::Expired {
-                        call_id: call_id.clone(),
-                        message: format!(
-                            "the approval request for \"{call_id}\" expired before this \
-                             decision arrived; nothing was staged"
-                        ),
-                    });
+                    return Err(EngineError::expired(call_id));
                 }
             }
             let decidable = entries.iter().any(|e| {
