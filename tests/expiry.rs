@@ -56,7 +56,11 @@ fn expire_at(h: &mut Harness, t: u64) -> Option<Outcome> {
     let changed = h.engine.expire(t).unwrap();
     h.now = t;
     let out = h.drive();
-    assert_eq!(changed, h.store.writes > writes, "an expiry writes exactly when it expires");
+    assert_eq!(
+        changed,
+        h.store.writes > writes,
+        "an expiry writes exactly when it expires"
+    );
     out
 }
 
@@ -95,7 +99,11 @@ fn the_deadline_is_the_gating_time_plus_the_timeout_and_lives_in_the_journal() {
 #[test]
 fn a_call_without_a_timeout_has_no_deadline_and_never_expires() {
     let mut h = Harness::new(standard_tools());
-    h.script([calls(vec![call("c1", "delete_file", json!({"path": "/a"}))])]);
+    h.script([calls(vec![call(
+        "c1",
+        "delete_file",
+        json!({"path": "/a"}),
+    )])]);
     h.chat("go").unwrap();
     h.take_log();
     assert_eq!(h.engine.next_deadline(), None);
@@ -164,7 +172,10 @@ fn a_decision_racing_the_timer_wins_only_before_the_deadline() {
     // The timer first: the decision that arrives a moment later is refused, nothing runs.
     let (mut h, deadline) = suspended(true);
     assert_eq!(expire_at(&mut h, deadline), Some(Outcome::AwaitingApproval));
-    assert_eq!(h.take_log(), ["persist(~tool_call)", "yield(awaiting_approval)"]);
+    assert_eq!(
+        h.take_log(),
+        ["persist(~tool_call)", "yield(awaiting_approval)"]
+    );
     assert_eq!(approval(&h, "c1"), "expired");
     assert_eq!(approval(&h, "c2"), "pending", "c2 has no timeout");
     let writes = h.store.writes;
@@ -175,14 +186,21 @@ fn a_decision_racing_the_timer_wins_only_before_the_deadline() {
     assert_eq!(e.code(), "expired");
     assert_eq!(h.store.writes, writes, "the payload stages nothing");
     assert_eq!(approval(&h, "c2"), "pending");
-    assert_eq!(h.engine.next_deadline(), None, "no deadline is left pending");
+    assert_eq!(
+        h.engine.next_deadline(),
+        None,
+        "no deadline is left pending"
+    );
 
     // The call without a timeout is still decided as usual; the expired one never runs.
     assert_eq!(
         decide_at(&mut h, deadline + 10, json!({"c2": "approve"})).unwrap(),
         COMPLETED
     );
-    assert_eq!(h.executed, [("c2".to_string(), json!({"to": "team@example.com"}))]);
+    assert_eq!(
+        h.executed,
+        [("c2".to_string(), json!({"to": "team@example.com"}))]
+    );
     assert_eq!(h.result_of("c1").unwrap(), EXPIRED);
     assert_eq!(h.result_of("c2").unwrap(), r#"{"ok":"send_email"}"#);
 }
@@ -205,7 +223,10 @@ fn a_partial_approval_stands_when_the_other_call_expires() {
         Some(Outcome::AwaitingApproval)
     );
     assert_eq!(expire_at(&mut h, deadline + 1), COMPLETED);
-    assert_eq!(h.executed, [("c1".to_string(), json!({"to": "a@example.com"}))]);
+    assert_eq!(
+        h.executed,
+        [("c1".to_string(), json!({"to": "a@example.com"}))]
+    );
     assert_eq!(h.result_of("c1").unwrap(), r#"{"ok":"send_email"}"#);
     assert_eq!(h.result_of("c2").unwrap(), EXPIRED);
     assert_eq!(approval(&h, "c1"), "approved");
@@ -228,7 +249,11 @@ fn a_staged_decision_cannot_be_revised_after_its_deadline() {
         decide_at(&mut h, deadline + 2, json!({"c2": "approve"})).unwrap(),
         COMPLETED
     );
-    assert!(h.result_of("c1").unwrap().contains("User instruction: not now."));
+    assert!(
+        h.result_of("c1")
+            .unwrap()
+            .contains("User instruction: not now.")
+    );
     assert_eq!(approval(&h, "c1"), "rejected");
 }
 
@@ -237,7 +262,11 @@ fn a_reload_after_the_deadline_expires_the_call_from_the_stored_journal() {
     let (mut h, deadline) = suspended(false);
     h.now = deadline + 3_600_000;
     h.reload();
-    assert_eq!(h.engine.next_deadline(), Some(deadline), "the deadline survived the reload");
+    assert_eq!(
+        h.engine.next_deadline(),
+        Some(deadline),
+        "the deadline survived the reload"
+    );
     assert_eq!(approval(&h, "c1"), "pending");
     let t = h.now + 1;
     assert_eq!(expire_at(&mut h, t), COMPLETED);

@@ -564,8 +564,7 @@ impl Engine {
         if self.next_deadline().is_none_or(|at| at > now_ms) {
             return Ok(false);
         }
-        let (Some(mut tail), Some(run)) = (self.state.tail.clone(), self.state.run.as_mut())
-        else {
+        let (Some(mut tail), Some(run)) = (self.state.tail.clone(), self.state.run.as_mut()) else {
             return Ok(false);
         };
         let mut entries = tail
