@@ -43,7 +43,9 @@ impl AgentError {
 
     pub fn call_id(&self) -> Option<&str> {
         match self {
-            AgentError::Engine(EngineError::UnknownCallId { call_id, .. }) => Some(call_id),
+            AgentError::Engine(
+                EngineError::UnknownCallId { call_id, .. } | EngineError::Expired { call_id, .. },
+            ) => Some(call_id),
             AgentError::Engine(EngineError::InvalidDecision { call_id, .. }) => call_id.as_deref(),
             _ => None,
         }

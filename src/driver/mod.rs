@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod events;
+pub mod expiry;
 pub mod fetch;
 pub mod live;
 pub mod locks;
@@ -63,6 +64,8 @@ pub struct Session {
     refused: Vec<(String, String)>,
     /// Listeners and the thread's channel (`live`).
     live: live::Live,
+    /// Fires at the view's earliest approval deadline (`expiry`).
+    expiry: expiry::Timer,
 }
 
 pub type Shared = Rc<RefCell<Session>>;
@@ -78,6 +81,8 @@ pub enum Input {
     Recover,
     /// The result of a call this agent gave up waiting for (see `Engine::late_result`).
     LateResult(String, Result<Value, String>),
+    /// Expire the calls past their approval deadline (see `Engine::expire`).
+    Expire,
 }
 
 #[derive(Clone, Default)]
@@ -96,7 +101,7 @@ pub struct OpenOptions {
     pub history_limit: Option<u32>,
 }
 
-fn now() -> f64 {
+pub(crate) fn now() -> f64 {
     js_sys::Date::now()
 }
 
@@ -131,7 +136,9 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
         leased: false,
         refused: Vec::new(),
         live: live::Live::default(),
+        expiry: expiry::Timer::default(),
     }));
+    session.borrow_mut().expiry = expiry::Timer::new(Rc::downgrade(&session));
     let name = session.borrow().lock.clone();
     live::connect(&session, &name);
     let mut snap = snap;
@@ -156,6 +163,11 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
             Ok(_) => break,
         }
     }
+    // Calls past their approval deadline expire now, before the app sees the thread; the
+    // timer takes the later ones. A failure here (the model call after the last expiry)
+    // leaves the thread as a failed run would: `retry` goes on.
+    let _ = expiry::expire_due(&session, &RunOptions::default()).await;
+    expiry::rearm(&mut session.borrow_mut());
     Ok(session)
 }
 
@@ -195,6 +207,7 @@ fn take(g: &mut Session, snap: &Snapshot) {
     g.version = snap.record.version;
     g.message_count = snap.record.message_count;
     g.history = None;
+    expiry::rearm(g);
 }
 
 /// True while another agent (another tab, or another `Agent` in this page) runs the thread,
@@ -249,13 +262,46 @@ impl Drop for RunningGuard {
     }
 }
 
+/// Runs one input to its end, after expiring the calls past their approval deadline (any
+/// call does: docs/design.md, "Approval expiry"). A decision is judged against the deadlines
+/// itself, and refused with `expired` when it is late; the expiry is written then.
+pub async fn run(
+    s: &Shared,
+    input: Input,
+    opts: &RunOptions,
+) -> Result<Option<Outcome>, AgentError> {
+    match input {
+        Input::Decisions(payload) => {
+            let result = run_input(s, Input::Decisions(payload.clone()), opts).await;
+            match result {
+                Err(e) if e.code() == "expired" => {
+                    let _ = expiry::expire_due(s, opts).await;
+                    Err(e)
+                }
+                Err(e) if matches!(e.code(), "not_suspended" | "unknown_call_id") => {
+                    Err(expiry::expired_error(s, &payload).await.unwrap_or(e))
+                }
+                result => result,
+            }
+        }
+        Input::Message(_) | Input::ToolResults(_) | Input::Retry | Input::SetPolicy(..) => {
+            if expiry::due(&s.borrow()) && !s.borrow().running {
+                // What it ends in is the thread's, seen by the call that follows.
+                let _ = expiry::expire_due(s, opts).await;
+            }
+            run_input(s, input, opts).await
+        }
+        Input::Recover | Input::LateResult(..) | Input::Expire => run_input(s, input, opts).await,
+    }
+}
+
 /// Runs one input to its end. `Ok(None)` when the input ends without a yield (policies).
 ///
 /// Run ownership (docs/design.md): the run takes the thread's Web Lock without waiting (where
 /// there are Web Locks), reads the record again, and goes on only if no other live agent owns
 /// the thread and the view is current; its writes carry its lease, its last write clears it.
 /// A refused run writes nothing and sends nothing.
-pub async fn run(
+pub(crate) async fn run_input(
     s: &Shared,
     input: Input,
     opts: &RunOptions,
@@ -326,6 +372,9 @@ pub async fn run(
             }
             Input::LateResult(call_id, outcome) => {
                 g.engine.late_result(&call_id, outcome, t)?;
+            }
+            Input::Expire => {
+                g.engine.expire(t)?;
             }
         }
     }
@@ -642,6 +691,7 @@ async fn persist(
             g.version = record.version;
             g.message_count = record.message_count;
             g.leased = writer.lease.is_some();
+            expiry::rearm(&mut g);
             if let Some(h) = &mut g.history {
                 if let Some(t) = &commit.replace_tail {
                     if let Some(last) = h.last_mut() {

@@ -18,6 +18,9 @@ pub enum EngineError {
     InvalidToolResults(String),
     /// A call id that is not among the calls waiting.
     UnknownCallId { call_id: String, message: String },
+    /// A decision for a call whose approval deadline has passed (docs/design.md, "Approval
+    /// expiry"); nothing of the payload was staged.
+    Expired { call_id: String, message: String },
     /// `retry` when there is no unanswered turn or interrupted run.
     NothingToRetry,
     /// A tool policy for a tool the agent does not have.
@@ -29,6 +32,17 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// The refusal of a decision for `call_id` after its approval deadline.
+    pub fn expired(call_id: &str) -> EngineError {
+        EngineError::Expired {
+            call_id: call_id.to_owned(),
+            message: format!(
+                "the approval request for \"{call_id}\" expired before this decision arrived; \
+                 nothing was staged"
+            ),
+        }
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             EngineError::Conflict(_) => "conflict",
@@ -36,6 +50,7 @@ impl EngineError {
             EngineError::InvalidDecision { .. } => "invalid_decision",
             EngineError::InvalidToolResults(_) => "invalid_tool_results",
             EngineError::UnknownCallId { .. } => "unknown_call_id",
+            EngineError::Expired { .. } => "expired",
             EngineError::NothingToRetry => "nothing_to_retry",
             EngineError::UnknownTool(_) => "unknown_tool",
             EngineError::Busy(_) => "busy",
@@ -58,7 +73,9 @@ impl fmt::Display for EngineError {
             | EngineError::Busy(m)
             | EngineError::Internal(m) => f.write_str(m),
             EngineError::InvalidDecision { message, .. } => f.write_str(message),
-            EngineError::UnknownCallId { message, .. } => f.write_str(message),
+            EngineError::UnknownCallId { message, .. } | EngineError::Expired { message, .. } => {
+                f.write_str(message)
+            }
             EngineError::NothingToRetry => {
                 f.write_str("there is no unanswered turn or interrupted run to retry")
             }

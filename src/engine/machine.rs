@@ -11,8 +11,8 @@ use super::decisions::{Decision, parse_payload};
 use super::error::EngineError;
 use super::model::{ModelOutput, ModelToolCall};
 use super::results::{
-    REGATE_REASON, UNRECORDED_REASON, code, edited_result, error_result, output_to_result,
-    rejection_text,
+    EXPIRED_TEXT, REGATE_REASON, UNRECORDED_REASON, code, edited_result, error_result,
+    output_to_result, rejection_text,
 };
 use super::state::{Commit, RunJournal, ThreadState, ThreadStatus, shrink_message_results};
 use super::tools::{Gate, PolicyVerdict, ToolPolicy, ToolSet, ToolSpec};
@@ -472,6 +472,16 @@ impl Engine {
         let mut entries = entries;
         // Check everything before changing anything: a refused payload stages nothing.
         for (call_id, _) in &decisions {
+            if let Some(e) = entries.iter().find(|e| e.call_id == *call_id) {
+                let due = run
+                    .as_ref()
+                    .and_then(|r| r.deadline(call_id))
+                    .is_some_and(|at| at <= now_ms);
+                let expired = e.approval_state() == Some(ApprovalState::Expired);
+                if expired || (due && e.approval.is_some()) {
+                    return Err(EngineError::expired(call_id));
+                }
+            }
             let decidable = entries.iter().any(|e| {
                 e.call_id == *call_id
                     && e.approval.is_some()
@@ -502,6 +512,13 @@ impl Engine {
                 journal.decide(&call_id, approved, &e.inputs);
             }
         }
+        self.settle(tail, entries, now_ms);
+        Ok(())
+    }
+
+    /// Writes the decided `entries` into the tail; once none is pending, the step goes on:
+    /// rejections get their result, approved and non-gated calls run.
+    fn settle(&mut self, mut tail: Message, entries: Vec<ToolEntry>, now_ms: u64) {
         let complete = !entries.iter().any(ToolEntry::is_pending);
         if complete {
             // The point of no return: rejections get their result now, the rest runs.
@@ -526,7 +543,51 @@ impl Engine {
         } else {
             self.finish(Outcome::AwaitingApproval);
         }
-        Ok(())
+    }
+
+    /// The earliest approval deadline of a call still pending in the tail, if any: the
+    /// driver calls [`Engine::expire`] at that time (docs/design.md, "Approval expiry").
+    pub fn next_deadline(&self) -> Option<u64> {
+        let run = self.state.run.as_ref()?;
+        self.pending_tools()
+            .iter()
+            .filter_map(|e| run.deadline(&e.call_id))
+            .min()
+    }
+
+    /// Decides every pending call whose deadline is at or before `now_ms` as expired: it never
+    /// runs, and the model gets [`EXPIRED_TEXT`]. Like the last decision, expiring the last
+    /// pending call lets the step go on. Returns false, with nothing to do, when no call is
+    /// due.
+    pub fn expire(&mut self, now_ms: u64) -> Result<bool, EngineError> {
+        self.expect_idle()?;
+        if self.next_deadline().is_none_or(|at| at > now_ms) {
+            return Ok(false);
+        }
+        let (Some(mut tail), Some(run)) = (self.state.tail.clone(), self.state.run.as_mut()) else {
+            return Ok(false);
+        };
+        let mut entries = tail
+            .tool_calls_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        for e in entries.iter_mut().filter(|e| e.is_pending()) {
+            if run.deadline(&e.call_id).is_none_or(|at| at > now_ms) {
+                continue;
+            }
+            if let Some(a) = e.approval.as_mut() {
+                a.state = ApprovalState::Expired;
+                a.reject_reason = None;
+            }
+            // Nothing ran: the entry shows the model's own inputs again.
+            if let Some(proposed) = e.proposed_inputs.take() {
+                e.inputs = proposed;
+            }
+            run.decide(&e.call_id, false, &e.inputs);
+            run.record(&e.call_id, EXPIRED_TEXT.to_owned());
+        }
+        self.settle(tail, entries, now_ms);
+        Ok(true)
     }
 
     /// Refuses a decision the call's tool does not allow, and an edit whose inputs fail the
@@ -693,6 +754,13 @@ impl Engine {
             e.approval = Some(Approval::pending(Some(reason.to_owned())));
             run.gate(&e.call_id);
             run.forget_decision(&e.call_id);
+            // It waits for a human again, for as long as a new call would.
+            let at = self
+                .tools
+                .get(&e.name)
+                .and_then(|t| t.approval_timeout)
+                .map(|ms| now_ms.saturating_add(ms));
+            run.set_deadline(&e.call_id, at);
         }
         let token = self.resume_token(now_ms);
         tail.set_meta(META_RESUME_TOKEN, Value::String(token));
@@ -896,6 +964,13 @@ impl Engine {
         }
     }
 
+    /// The approval deadline of a call of tool `name` gated at `now_ms`, if its tool has a
+    /// timeout.
+    fn deadline(&self, name: &str, now_ms: u64) -> Option<u64> {
+        let ms = self.tools.get(name)?.approval_timeout?;
+        Some(now_ms.saturating_add(ms))
+    }
+
     /// Writes the `tool_call` message with its gates; suspends if any call is gated.
     fn write_tool_call(&mut self, gating: Gating, now_ms: u64) {
         let Gating {
@@ -913,15 +988,17 @@ impl Engine {
                 Gate::Run => {}
                 Gate::Approval(reason) => {
                     entry.approval = Some(Approval::pending(reason));
-                    run.gate(&entry.call_id);
                     gated = true;
                 }
                 // Resolved by `policy_verdicts` before we get here; fail closed regardless.
                 Gate::AskPolicy => {
                     entry.approval = Some(Approval::pending(None));
-                    run.gate(&entry.call_id);
                     gated = true;
                 }
+            }
+            if entry.approval.is_some() {
+                run.gate(&entry.call_id);
+                run.set_deadline(&entry.call_id, self.deadline(&entry.name, now_ms));
             }
         }
         let mut msg = Message::tool_call(id, &text, entries);
@@ -972,6 +1049,10 @@ impl Engine {
         let mut next = None;
         for e in tail.tool_calls().unwrap_or(&[]) {
             if run.has_result(&e.call_id) {
+                continue;
+            }
+            if e.approval_state() == Some(ApprovalState::Expired) {
+                run.record(&e.call_id, EXPIRED_TEXT.to_owned());
                 continue;
             }
             if is_rejected(e) {
@@ -1029,8 +1110,12 @@ impl Engine {
     }
 }
 
+/// Decided not to run: rejected by a human, or expired.
 fn is_rejected(e: &ToolEntry) -> bool {
-    e.approval_state() == Some(ApprovalState::Rejected)
+    matches!(
+        e.approval_state(),
+        Some(ApprovalState::Rejected | ApprovalState::Expired)
+    )
 }
 
 /// Stages one checked decision on its entry. `approve` approves the inputs the entry shows

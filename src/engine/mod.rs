@@ -16,7 +16,7 @@ pub use error::EngineError;
 pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};
 pub use model::{ModelOutput, ModelToolCall};
 pub use policy_change::{PolicyChange, Setting};
-pub use state::{CallResult, Commit, RunJournal, ThreadState, ThreadStatus};
+pub use state::{CallDeadline, CallResult, Commit, RunJournal, ThreadState, ThreadStatus};
 pub use tools::{
     Gate, PolicyVerdict, ToolPolicies, ToolPolicy, ToolSet, ToolSpec, check_tool_name,
 };

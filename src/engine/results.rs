@@ -19,6 +19,12 @@ pub fn rejection_text(reason: Option<&str>) -> String {
     s
 }
 
+/// What the model sees for a gated call nobody decided before its deadline (docs/design.md,
+/// "Approval expiry"). Distinct from the rejection: nobody said no.
+pub const EXPIRED_TEXT: &str = "TOOL NOT EXECUTED. The approval request for this action \
+expired before anyone approved or rejected it, so it did not run. The user did not reject it. \
+Do not assume it took effect; ask the user before trying it again.";
+
 /// What the model sees for a call a human edited before approving it: what it proposed, what
 /// ran, then the tool's result string (docs/design.md, "Approval semantics"). The inputs are
 /// compact JSON in their own key order.
@@ -107,6 +113,17 @@ mod tests {
              report. Do not attempt this tool again. Follow the user's instruction or reconsider \
              your plan."
         );
+    }
+
+    #[test]
+    fn expired_text_is_byte_exact() {
+        assert_eq!(
+            EXPIRED_TEXT,
+            "TOOL NOT EXECUTED. The approval request for this action expired before anyone \
+             approved or rejected it, so it did not run. The user did not reject it. Do not \
+             assume it took effect; ask the user before trying it again."
+        );
+        assert_ne!(EXPIRED_TEXT, rejection_text(None));
     }
 
     #[test]

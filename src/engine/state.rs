@@ -51,6 +51,20 @@ pub struct RunJournal {
     /// The decisions made so far (last write wins per call).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decisions: Vec<DecisionRecord>,
+    /// Approval deadlines of gated calls whose tool has an `approvalTimeout`, by call id.
+    /// Absent when no call has one, so threads without timeouts store what they always did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deadlines: Vec<CallDeadline>,
+}
+
+/// When a gated call expires (docs/design.md, "Approval expiry"): `at`, in ms since the epoch,
+/// is the time it was gated plus its tool's `approvalTimeout`. A decision at `at` or later is
+/// too late.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallDeadline {
+    pub call_id: String,
+    pub at: u64,
 }
 
 impl RunJournal {
@@ -61,7 +75,26 @@ impl RunJournal {
             started: None,
             gated: Vec::new(),
             decisions: Vec::new(),
+            deadlines: Vec::new(),
         }
+    }
+
+    /// Sets (or with `None` clears) a call's approval deadline.
+    pub fn set_deadline(&mut self, call_id: &str, at: Option<u64>) {
+        self.deadlines.retain(|d| d.call_id != call_id);
+        if let Some(at) = at {
+            self.deadlines.push(CallDeadline {
+                call_id: call_id.to_owned(),
+                at,
+            });
+        }
+    }
+
+    pub fn deadline(&self, call_id: &str) -> Option<u64> {
+        self.deadlines
+            .iter()
+            .find(|d| d.call_id == call_id)
+            .map(|d| d.at)
     }
 
     /// Records a decision (replacing an earlier one for the same call).

@@ -28,6 +28,9 @@ pub struct ToolSpec {
     pub external: bool,
     /// The decisions a human may give its gated calls (`allowedDecisions`).
     pub allowed_decisions: AllowedDecisions,
+    /// How long (ms) a gated call may wait for a decision before it expires (the tool's
+    /// `approvalTimeout`, else the `Agent.open` default); `None`: it waits forever.
+    pub approval_timeout: Option<u64>,
 }
 
 impl ToolSpec {
@@ -45,6 +48,7 @@ impl ToolSpec {
             idempotent: false,
             external: false,
             allowed_decisions: AllowedDecisions::default(),
+            approval_timeout: None,
         }
     }
 }

@@ -44,6 +44,8 @@ struct OpenParams {
     storage: Option<StorageParams>,
     max_steps: Option<f64>,
     history_limit: Option<f64>,
+    /// The `approvalTimeout` of tools that set none.
+    approval_timeout: Option<f64>,
 }
 
 /// The parts of `model` that are not the provider's config.
@@ -73,6 +75,7 @@ struct ToolParams {
     idempotent: Option<bool>,
     #[serde(default, deserialize_with = "js_object")]
     allowed_decisions: Option<JsValue>,
+    approval_timeout: Option<f64>,
     #[serde(default, deserialize_with = "js_object")]
     execute: Option<Function>,
     #[serde(default, deserialize_with = "js_object")]
@@ -123,9 +126,11 @@ pub fn parse(options: JsValue) -> Result<AgentOptions, AgentError> {
         },
         Some(m) => model(m)?,
     };
+    let default_timeout = approval_timeout("`approvalTimeout`", p.approval_timeout)?;
     let mut tools: Vec<JsTool> = Vec::new();
     for t in p.tools.unwrap_or_default() {
-        let tool = tool(t)?;
+        let mut tool = tool(t)?;
+        tool.spec.approval_timeout = tool.spec.approval_timeout.or(default_timeout);
         if tools.iter().any(|x| x.spec.name == tool.spec.name) {
             return Err(bad(format!("two tools are named \"{}\"", tool.spec.name)));
         }
@@ -206,6 +211,10 @@ fn tool(t: ToolParams) -> Result<JsTool, AgentError> {
         spec.allowed_decisions = AllowedDecisions::from_json(&v)
             .map_err(|e| bad(format!("tool \"{}\": {e}", t.name)))?;
     }
+    spec.approval_timeout = approval_timeout(
+        &format!("tool \"{}\": `approvalTimeout`", t.name),
+        t.approval_timeout,
+    )?;
     spec.external = t.execute.is_none();
     spec.has_policy = t.approval_policy.is_some();
     Ok(JsTool {
@@ -213,6 +222,17 @@ fn tool(t: ToolParams) -> Result<JsTool, AgentError> {
         execute: t.execute,
         policy: t.approval_policy,
     })
+}
+
+/// An `approvalTimeout`: whole milliseconds, at least 1.
+fn approval_timeout(what: &str, ms: Option<f64>) -> Result<Option<u64>, AgentError> {
+    match ms {
+        None => Ok(None),
+        Some(ms) if ms.is_finite() && ms >= 1.0 => Ok(Some(ms.min(u64::MAX as f64) as u64)),
+        Some(_) => Err(bad(format!(
+            "{what} must be a number of milliseconds of at least 1"
+        ))),
+    }
 }
 
 fn storage(p: StorageParams) -> Result<Storage, AgentError> {

@@ -16,7 +16,9 @@ export interface Usage {
   input_tokens: number; output_tokens: number; cached_input_tokens: number; reasoning_tokens: number;
 }
 
-export type ApprovalState = "pending" | "approved" | "rejected";
+/** `"expired"`: nobody decided before the tool's `approvalTimeout` ran out; the call never
+ *  ran. Only calls of tools with an `approvalTimeout` can expire. */
+export type ApprovalState = "pending" | "approved" | "rejected" | "expired";
 
 /** One tool call. The three approval keys are present only on gated entries. */
 export interface ToolEntry {
@@ -101,6 +103,10 @@ export interface Tool<I = any> {
   /** The decisions a human may give this tool's gated calls (default: all three); any other
    *  is refused with `invalid_decision`. */
   allowedDecisions?: readonly [DecisionKind, ...DecisionKind[]];
+  /** Milliseconds a gated call may wait for a decision (default: `AgentOptions.approvalTimeout`,
+   *  else forever). Then it expires: it never runs, the model is told the request expired, the
+   *  entry's `approval` is `"expired"`, and a later decision is refused with `expired`. */
+  approvalTimeout?: number;
   /** Provider-specific keys merged into the tool definition (e.g. `strict`, `cache_control`). */
   providerOptions?: Record<string, unknown>;
 }
@@ -141,6 +147,8 @@ export interface AgentOptions {
   /** Send only the latest N messages to the model (default: the whole thread). The window
    *  starts at a user message, so a tool result is never sent without its call. */
   historyLimit?: number;
+  /** The `approvalTimeout` (ms) of every tool that sets none. */
+  approvalTimeout?: number;
 }
 
 /** What `onEvent` receives. Mirrors the Rust `Event` enum (src/event.rs): `make test-types`
@@ -184,7 +192,7 @@ export interface ThreadChange {
  *  lifecycle codes of the package entry (`disposed`, `not_initialized`). */
 export type GatehouseErrorCode =
   | "conflict" | "not_suspended" | "invalid_decision" | "invalid_tool_results"
-  | "unknown_call_id" | "busy" | "network" | "provider" | "storage" | "invalid_config"
+  | "unknown_call_id" | "expired" | "busy" | "network" | "provider" | "storage" | "invalid_config"
   | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal"
   | "disposed" | "not_initialized";
 

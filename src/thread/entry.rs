@@ -6,13 +6,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// Where a gated call stands. Serialized as `"pending" | "approved" | "rejected"`.
+/// Where a gated call stands. Serialized as `"pending" | "approved" | "rejected" | "expired"`;
+/// `expired` appears only on calls of tools with an `approvalTimeout` (docs/design.md,
+/// "Approval expiry").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ApprovalState {
     Pending,
     Approved,
     Rejected,
+    /// Nobody decided before the call's deadline: it never runs.
+    Expired,
 }
 
 /// The approval fields of a gated entry. An entry without them was never gated.

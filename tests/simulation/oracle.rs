@@ -69,6 +69,7 @@ fn entry_state(e: &ToolEntry) -> String {
             ApprovalState::Pending => "?",
             ApprovalState::Approved => "+",
             ApprovalState::Rejected => "-",
+            ApprovalState::Expired => "-expired",
         },
     };
     format!("{}{mark}", e.call_id)

@@ -137,6 +137,21 @@ export const respond = defineTool({
   allowedDecisions: ["approve", "respond"],
 });
 
+// --- approvalTimeout on a tool and as the Agent.open default; the "expired" state and code.
+export const timed = defineTool({
+  name: "send_email",
+  approvalTimeout: 60_000,
+  execute: () => "sent",
+});
+export const timedBad = defineTool({
+  name: "send_email",
+  // @ts-expect-error milliseconds, as a number
+  approvalTimeout: "1m",
+});
+export const openTimed = () => Agent.open({ threadId: "t", approvalTimeout: 300_000, tools: [timed] });
+same<Equal<Extract<ToolEntry["approval"], "expired">, "expired">>();
+export const expiredCode: GatehouseErrorCode = "expired";
+
 const orderSchema = {
   type: "object",
   properties: {
