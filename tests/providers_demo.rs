@@ -160,6 +160,27 @@ fn summarises_results_and_says_plainly_when_a_tool_was_rejected() {
 }
 
 #[test]
+fn an_expired_request_is_not_called_a_rejection() {
+    let mut expired = ToolEntry::new("demo_call_1_0", "delete_file");
+    expired.approval = Some(gatehouse_agent::thread::Approval {
+        state: gatehouse_agent::thread::ApprovalState::Expired,
+        reason: None,
+        reject_reason: None,
+    });
+    expired.result = Some(gatehouse_agent::engine::results::EXPIRED_TEXT.into());
+    let history = vec![
+        Message::user_text(id(1), "delete C:/old_logs.txt"),
+        Message::tool_call(id(2), "(demo) Calling delete_file.", vec![expired.clone()]),
+        Message::tool_call_result(id(3), vec![expired]),
+    ];
+    let out = respond(&history, &tools());
+    assert_eq!(
+        out.text,
+        "(demo) Tool results:\n- delete_file was not run: nobody decided in time."
+    );
+}
+
+#[test]
 fn streams_like_a_real_model() {
     let out = respond(
         &[Message::user_text(id(1), "delete C:/old_logs.txt")],

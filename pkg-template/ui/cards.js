@@ -62,7 +62,7 @@ export function h(tag, props = {}, ...children) {
   return el;
 }
 
-const STATE_TEXT = { pending: 'Waiting for you', approved: 'Approved', rejected: 'Denied' };
+const STATE_TEXT = { pending: 'Waiting for you', approved: 'Approved', rejected: 'Denied', expired: 'Expired, not run' };
 const ALL_DECISIONS = ['approve', 'reject', 'edit'];
 
 /** Never lets Enter press `button` (Space and clicks still do). */
@@ -347,7 +347,8 @@ export class ApprovalCards {
     p.always.hidden = !this.onAlwaysAllow || !allowed.has('approve') || state !== 'pending';
     if (card.form === 'deny' && !allowed.has('reject')) this.#closeForm(card);
     if (card.form === 'edit' && !allowed.has('edit')) this.#closeForm(card);
-    const disabled = this.busy || card.saving;
+    // An expired request can no longer be decided (the SDK would refuse it with `expired`).
+    const disabled = this.busy || card.saving || state === 'expired';
     p.approve.disabled = disabled || state === 'approved';
     p.deny.disabled = disabled;
     p.edit.disabled = disabled;

@@ -156,7 +156,17 @@ export class ChatView {
   async setAgent(agent) {
     const gen = ++this.generation;
     this.loading = true;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
     this.agent = agent;
+    // Changes made while nothing runs here (another tab, an approval that expired) are
+    // shown as they happen; this view's own runs sync when they end.
+    if (agent && typeof agent.subscribe === 'function') {
+      this.unsubscribe = agent.subscribe(() => {
+        if (gen !== this.generation || this.busy || this.loading) return;
+        this.sync().then(() => this.updateControls(), () => {});
+      });
+    }
     this.abort = null;
     if (this.busy) {
       this.busy = false; // a run of the previous thread goes on in the background
@@ -491,6 +501,7 @@ export class ChatView {
     if (t.approval === 'approved') [state, badge] = ['approved', 'Approved'];
     else if (t.approval === 'rejected') [state, badge] = ['rejected', 'Denied'];
     else if (t.approval === 'pending') [state, badge] = ['pending', 'Waiting for you'];
+    else if (t.approval === 'expired') [state, badge] = ['expired', 'Expired, not run'];
     else if (waiting) [state, badge] = ['pending', 'Runs after your decision'];
     else [state, badge] = ['auto', 'Ran automatically'];
     if (t.approval !== 'rejected' && state !== 'pending' && (result === null || result === undefined)) {
@@ -503,6 +514,8 @@ export class ChatView {
         h('span', { class: 'gh-badge', dataset: { state } }, badge)));
     if (t.approval === 'rejected') {
       li.append(h('p', { class: 'gh-call-reject' }, t.rejectReason ? `Your reason: ${t.rejectReason}` : 'No reason given.'));
+    } else if (t.approval === 'expired') {
+      li.append(h('p', { class: 'gh-call-reject' }, 'Nobody decided in time, so it did not run.'));
     } else if (result !== null && result !== undefined) {
       li.append(h('details', { class: 'gh-call-result' },
         h('summary', {}, 'Result'), h('pre', {}, prettyResult(result))));

@@ -15,7 +15,7 @@ mod inputs;
 use super::ToolDef;
 use super::stream::StreamDelta;
 use crate::engine::{ModelOutput, ModelToolCall};
-use crate::thread::{Message, MessageKind, Role, ToolEntry};
+use crate::thread::{ApprovalState, Message, MessageKind, Role, ToolEntry};
 use serde_json::Value;
 
 pub const DEMO_PREFIX: &str = "(demo) ";
@@ -133,7 +133,13 @@ fn summarise(entries: &[ToolEntry]) -> ModelOutput {
     let mut text = String::from("(demo) Tool results:");
     let mut rejected = false;
     for e in entries {
+        let expired = e
+            .approval
+            .as_ref()
+            .is_some_and(|a| a.state == ApprovalState::Expired);
         let line = match e.result.as_deref() {
+            // Its text starts like a rejection's, but nobody rejected it.
+            _ if expired => format!("{} was not run: nobody decided in time.", e.name),
             Some(r) if r.starts_with(REJECTED) => {
                 rejected = true;
                 match rejection_instruction(r) {
