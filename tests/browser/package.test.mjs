@@ -8,7 +8,7 @@ import { PAGE_PATH, run, setup } from './harness.mjs';
 const h = await setup();
 after(() => h.close());
 
-test('pkg/ as built initialises in Chromium and answers a demo chat', {
+test(`pkg/ as built initialises in ${h.engine} and answers a demo chat`, {
   timeout: 30_000,
 }, async (t) => {
   const context = await h.browser.newContext(); // no route: the real pkg/ from the static server

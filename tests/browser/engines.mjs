@@ -1,0 +1,457 @@
+// The browsers the end-to-end tests run in, behind one small driver interface: the subset of
+// Playwright's Browser/BrowserContext/Page that the tests use. Chromium is driven by
+// Playwright itself; Firefox ESR by puppeteer-core over WebDriver BiDi; WebKitGTK by its
+// WebDriver server (classic WebDriver: this build has no BiDi), with the parts classic WebDriver
+// lacks (init scripts, bindings, page errors) done through the test page and a local HTTP
+// endpoint. GATEHOUSE_BROWSER (or run.mjs --browser) picks the engine; chromium by default.
+//
+//   browser:  newContext(), version(), close()
+//   context:  newPage(), addInitScript(fn, arg), exposeBinding(name, (source, arg) => …),
+//             setOffline(bool), close()
+//   page:     goto(url, { timeout }), reload({ timeout }), evaluate(fn, arg),
+//             waitForFunction(fn, arg, { timeout }), addInitScript(fn, arg), url(),
+//             on('pageerror' | 'console', cb), setDefaultTimeout(ms), waitForTimeout(ms), close()
+//
+// What an engine cannot do throws `EngineUnsupported`, so a test never passes by not looking.
+
+import { execFileSync, spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import net from 'node:net';
+
+export const ENGINES = ['chromium', 'firefox', 'webkit'];
+
+export const FIREFOX_PATH = process.env.FIREFOX_PATH || '/usr/bin/firefox-esr';
+export const WEBKIT_DRIVER_PATH = process.env.WEBKIT_DRIVER_PATH || '/usr/bin/WebKitWebDriver';
+export const MINIBROWSER_PATH = process.env.MINIBROWSER_PATH || '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
+
+/** The engine this process tests: GATEHOUSE_BROWSER, default chromium. */
+export function engineName(env = process.env) {
+  const name = env.GATEHOUSE_BROWSER || 'chromium';
+  if (!ENGINES.includes(name)) throw new Error(`GATEHOUSE_BROWSER must be one of ${ENGINES.join(', ')}, not "${name}"`);
+  return name;
+}
+
+export class EngineUnsupported extends Error {
+  constructor(engine, what) {
+    super(`${what} is not available in ${engine} (tests/browser/engines.mjs)`);
+    this.name = 'EngineUnsupported';
+  }
+}
+
+/** "Chromium 156.0.8078.114", "Mozilla Firefox 153.8.0esr", "WebKitGTK 2.50.6": from the installed packages. */
+export function engineVersion(engine, chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium') {
+  const run = (cmd, args) => execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    if (engine === 'chromium') return run(chromiumPath, ['--version']).replace(/ built on .*/, '');
+    if (engine === 'firefox') return run(FIREFOX_PATH, ['--version']);
+    // WebKitWebDriver has no --version; the library it drives is the engine.
+    return `WebKitGTK ${run('dpkg-query', ['-W', '-f=${Version}', 'libwebkit2gtk-4.1-0']).replace(/-.*/, '')}`;
+  } catch (e) {
+    return `${engine} (version unknown: ${e.message.split('\n')[0]})`;
+  }
+}
+
+/** Launches `engine` (not chromium: harness.mjs launches that with Playwright as before). */
+export async function launchBrowser(engine) {
+  if (engine === 'firefox') return FirefoxBrowser.launch();
+  if (engine === 'webkit') return WebKitBrowser.launch();
+  throw new Error(`launchBrowser: ${engine} is launched by harness.mjs`);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------- Firefox: puppeteer-core over BiDi
+
+class FirefoxBrowser {
+  static async launch() {
+    const { default: puppeteer } = await import('puppeteer-core');
+    const browser = await puppeteer.launch({
+      browser: 'firefox', executablePath: FIREFOX_PATH, headless: true, protocol: 'webDriverBiDi', timeout: 30_000,
+    });
+    return new FirefoxBrowser(browser);
+  }
+
+  constructor(browser) { this.browser = browser; }
+  version() { return this.browser.version(); }
+  async newContext() { return new FirefoxContext(await this.browser.createBrowserContext()); }
+  close() { return this.browser.close(); }
+}
+
+class FirefoxContext {
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.inits = [];
+    this.bindings = [];
+    this.pages = [];
+    this.offline = false;
+  }
+
+  async newPage() {
+    const page = new FirefoxPage(await this.ctx.newPage(), this);
+    for (const [fn, arg] of this.inits) await page.p.evaluateOnNewDocument(fn, arg);
+    for (const [name, cb] of this.bindings) await page.bind(name, cb);
+    if (this.offline) await page.p.setOfflineMode(true);
+    this.pages.push(page);
+    return page;
+  }
+
+  async addInitScript(fn, arg) {
+    this.inits.push([fn, arg]);
+    for (const page of this.pages) await page.p.evaluateOnNewDocument(fn, arg);
+  }
+
+  async exposeBinding(name, cb) {
+    this.bindings.push([name, cb]);
+    for (const page of this.pages) await page.bind(name, cb);
+  }
+
+  async setOffline(offline) {
+    this.offline = offline;
+    for (const page of this.pages) await page.p.setOfflineMode(offline);
+  }
+
+  close() { return this.ctx.close(); }
+}
+
+class FirefoxPage {
+  constructor(p, context) {
+    this.p = p;
+    this.context = context;
+  }
+
+  bind(name, cb) { return this.p.exposeFunction(name, (arg) => cb({ page: this, context: this.context }, arg)); }
+  goto(url, { timeout } = {}) { return this.p.goto(url, { timeout, waitUntil: 'load' }); }
+  reload({ timeout } = {}) { return this.p.reload({ timeout, waitUntil: 'load' }); }
+  /**
+   * The result crosses as JSON text made in the page: puppeteer's BiDi deserialiser turns an
+   * object that occurs twice in a result into `undefined` the second time.
+   */
+  async evaluate(fn, arg) {
+    const out = await this.p.evaluate(async (src, a, U, N) => {
+      const enc = (key, v) => (v === undefined ? { [U]: 1 } : typeof v === 'number' && !Number.isFinite(v) ? { [N]: String(v) } : v);
+      return JSON.stringify({ value: await (0, eval)(`(${src})`)(a) }, enc);
+    }, fn.toString(), arg, UNDEF, NONFINITE);
+    return revive(JSON.parse(out).value);
+  }
+
+  waitForFunction(fn, arg, { timeout } = {}) { return this.p.waitForFunction(fn, { timeout, polling: 50 }, arg); }
+  addInitScript(fn, arg) { return this.p.evaluateOnNewDocument(fn, arg); }
+  url() { return this.p.url(); }
+  setDefaultTimeout(ms) { this.p.setDefaultTimeout(ms); }
+  waitForTimeout(ms) { return sleep(ms); }
+  close() { return this.p.close(); }
+
+  on(event, cb) {
+    if (event === 'pageerror') this.p.on('pageerror', (e) => cb(e instanceof Error ? e : new Error(String(e))));
+    else if (event === 'console') {
+      // Puppeteer says "warn" where Playwright says "warning".
+      this.p.on('console', (m) => cb({ type: () => (m.type() === 'warn' ? 'warning' : m.type()), text: () => m.text() }));
+    } else throw new EngineUnsupported('firefox', `page.on('${event}')`);
+    return this;
+  }
+}
+
+// ---------------------------------------------------------------- WebKit: classic WebDriver
+
+/** A free TCP port on 127.0.0.1 (WebKitWebDriver needs one on its command line). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+/** Runs `fn` with no other holder: serialises window switches with the command that follows. */
+class Mutex {
+  constructor() { this.tail = Promise.resolve(); }
+  run(fn) {
+    const result = this.tail.then(fn);
+    this.tail = result.catch(() => {});
+    return result;
+  }
+}
+
+// Values cross WebDriver as JSON; these stand for what JSON cannot carry (Playwright keeps them).
+const UNDEF = '__gh_undefined__';
+const NONFINITE = '__gh_number__';
+function revive(v) {
+  if (Array.isArray(v)) return v.map(revive);
+  if (v && typeof v === 'object') {
+    if (v[UNDEF] === 1) return undefined;
+    if (typeof v[NONFINITE] === 'string') return Number(v[NONFINITE]);
+    for (const k of Object.keys(v)) v[k] = revive(v[k]);
+  }
+  return v;
+}
+
+/** The script around every evaluate: runs `fn(arg)` only in the page it was meant for. */
+const EVALUATE = `
+const [src, arg, pageId, done] = arguments;
+if (window.__ghPage !== pageId) { done(JSON.stringify({ wrongPage: true })); return; }
+const enc = (key, v) => v === undefined ? { ${JSON.stringify(UNDEF)}: 1 }
+  : typeof v === 'number' && !Number.isFinite(v) ? { ${JSON.stringify(NONFINITE)}: String(v) } : v;
+Promise.resolve().then(() => (0, eval)('(' + src + ')')(arg)).then(
+  (value) => done(JSON.stringify({ ok: true, value }, enc)),
+  (e) => done(JSON.stringify({ ok: false, error: String(e && e.stack ? e.message + '\\n' + e.stack : e) })));
+`;
+
+class WebKitBrowser {
+  static async launch() {
+    if (!process.env.DISPLAY) throw new Error('WebKitGTK needs a display: run under `xvfb-run -a` (run.mjs does)');
+    const port = await freePort();
+    const driver = spawn(WEBKIT_DRIVER_PATH, [`--port=${port}`], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const b = new WebKitBrowser(driver, `http://127.0.0.1:${port}`);
+    for (let waited = 0; ; waited += 50) {
+      try {
+        await fetch(`${b.base}/status`);
+        break;
+      } catch (e) {
+        if (driver.exitCode !== null || waited > 10_000) throw new Error(`WebKitWebDriver did not start: ${e.message}`);
+        await sleep(50);
+      }
+    }
+    await b.listen();
+    return b;
+  }
+
+  constructor(driver, base) {
+    this.driver = driver;
+    this.base = base;
+    this.contexts = new Map(); // id -> WebKitContext
+    this.seq = 0;
+    this.browserVersion = null;
+  }
+
+  /** The endpoint the pages call back: init scripts, bindings, errors and console messages. */
+  listen() {
+    this.server = createServer((req, res) => {
+      const cors = { 'access-control-allow-origin': '*', 'cache-control': 'no-store' };
+      const [, kind, ctxId, pageId] = new URL(req.url, 'http://x').pathname.split('/');
+      const page = this.contexts.get(ctxId)?.pages.get(pageId);
+      if (!page) { res.writeHead(404, cors).end(); return; }
+      if (kind === 'init') {
+        res.writeHead(200, { ...cors, 'content-type': 'text/javascript' }).end(page.initSource());
+        return;
+      }
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (c) => { body += c; });
+      req.on('end', async () => {
+        try {
+          const msg = JSON.parse(body);
+          const value = await page.fromPage(kind, msg);
+          res.writeHead(200, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({ value: value ?? null }));
+        } catch (e) {
+          res.writeHead(500, cors).end(String(e?.message ?? e));
+        }
+      });
+    });
+    return new Promise((resolve) => this.server.listen(0, '127.0.0.1', () => {
+      this.callback = `http://127.0.0.1:${this.server.address().port}`;
+      resolve();
+    }));
+  }
+
+  async command(method, path, body) {
+    const res = await fetch(this.base + path, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = await res.json();
+    if (!res.ok) throw new Error(`WebDriver ${method} ${path.replace(/^\/session\/[^/]+/, '')}: ${json.value?.error}: ${json.value?.message}`);
+    return json.value;
+  }
+
+  version() { return `WebKitGTK ${this.browserVersion ?? '?'} (MiniBrowser)`; }
+
+  async newContext() {
+    // A WebDriver session is one MiniBrowser with its own (empty) storage: a browser context.
+    const s = await this.command('POST', '/session', {
+      capabilities: {
+        alwaysMatch: {
+          browserName: 'MiniBrowser',
+          'webkitgtk:browserOptions': { binary: MINIBROWSER_PATH, args: ['--automation'] },
+          timeouts: { script: 3_600_000, pageLoad: 30_000 },
+        },
+      },
+    });
+    this.browserVersion = s.capabilities.browserVersion;
+    const ctx = new WebKitContext(this, `c${++this.seq}`, s.sessionId);
+    this.contexts.set(ctx.id, ctx);
+    ctx.firstWindow = await this.command('GET', `/session/${s.sessionId}/window`);
+    return ctx;
+  }
+
+  async close() {
+    for (const ctx of [...this.contexts.values()]) await ctx.close().catch(() => {});
+    this.driver.kill('SIGTERM');
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+class WebKitContext {
+  constructor(browser, id, sessionId) {
+    this.browser = browser;
+    this.id = id;
+    this.session = `/session/${sessionId}`;
+    this.pages = new Map(); // id -> WebKitPage
+    this.inits = [];
+    this.bindings = new Map();
+    this.mutex = new Mutex();
+    this.current = null; // the window handle commands go to
+    this.firstWindow = null;
+    this.seq = 0;
+    this.closed = false;
+  }
+
+  command(method, path, body) { return this.browser.command(method, this.session + path, body); }
+
+  /** Inside the mutex: makes `handle` the window that the next command goes to. */
+  async focus(handle) {
+    if (this.current !== handle) {
+      await this.command('POST', '/window', { handle });
+      this.current = handle;
+    }
+  }
+
+  async newPage() {
+    const handle = this.firstWindow ?? (await this.mutex.run(() => this.command('POST', '/window/new', { type: 'window' }))).handle;
+    this.firstWindow = null;
+    const page = new WebKitPage(this, `p${++this.seq}`, handle);
+    this.pages.set(page.id, page);
+    return page;
+  }
+
+  async addInitScript(fn, arg) { this.inits.push(scriptSource(fn, arg)); }
+  async exposeBinding(name, cb) { this.bindings.set(name, cb); }
+  async setOffline() { throw new EngineUnsupported('webkit', 'context.setOffline'); }
+
+  async close() {
+    if (this.closed) return;
+    this.closed = true;
+    this.browser.contexts.delete(this.id);
+    await this.browser.command('DELETE', this.session).catch(() => {});
+  }
+}
+
+const scriptSource = (fn, arg) => (typeof fn === 'function' ? `(${fn})(${arg === undefined ? '' : JSON.stringify(arg)});` : String(fn));
+
+class WebKitPage {
+  constructor(context, id, handle) {
+    this.context = context;
+    this.id = id;
+    this.handle = handle;
+    this.inits = [];
+    this.listeners = { pageerror: [], console: [] };
+    this.current = 'about:blank';
+    this.defaultTimeout = 30_000;
+  }
+
+  /**
+   * What runs before the page's own scripts (page.html loads it with a synchronous request, see
+   * init-scripts.js): this page's id, error and console reports, the bindings, the init scripts.
+   */
+  initSource() {
+    const post = `(kind, body) => fetch(${JSON.stringify(`${this.context.browser.callback}/`)} + kind + ${JSON.stringify(`/${this.context.id}/${this.id}`)}, { method: 'POST', body: JSON.stringify(body), keepalive: true }).then((r) => r.json()).then((r) => r.value)`;
+    const lines = [
+      `window.__ghPage = ${JSON.stringify(this.id)};`,
+      `window.__ghPost = ${post};`,
+      `addEventListener('error', (e) => window.__ghPost('pageerror', { message: String(e.message) }));`,
+      `addEventListener('unhandledrejection', (e) => window.__ghPost('pageerror', { message: String(e.reason?.message ?? e.reason) }));`,
+      `for (const type of ['error', 'warn']) { const orig = console[type].bind(console); console[type] = (...a) => { orig(...a); window.__ghPost('console', { type: type === 'warn' ? 'warning' : type, text: a.map(String).join(' ') }); }; }`,
+      ...[...this.context.bindings.keys()].map((name) => `window[${JSON.stringify(name)}] = (arg) => window.__ghPost('binding', { name: ${JSON.stringify(name)}, arg });`),
+      ...this.context.inits,
+      ...this.inits,
+    ];
+    return lines.join('\n');
+  }
+
+  async fromPage(kind, msg) {
+    if (kind === 'binding') return this.context.bindings.get(msg.name)?.({ page: this, context: this.context }, msg.arg);
+    if (kind === 'pageerror') for (const cb of this.listeners.pageerror) cb(new Error(msg.message));
+    if (kind === 'console') for (const cb of this.listeners.console) cb({ type: () => msg.type, text: () => msg.text });
+    return null;
+  }
+
+  /** The URL with the fragment that tells init-scripts.js where this page's init source is. */
+  withInit(url) {
+    const u = new URL(url);
+    u.hash = `gh-init=${encodeURIComponent(`${this.context.browser.callback}/init/${this.context.id}/${this.id}`)}`;
+    return u.href;
+  }
+
+  async goto(url) {
+    this.current = url;
+    await this.context.mutex.run(async () => {
+      await this.context.focus(this.handle);
+      await this.context.command('POST', '/url', { url: this.withInit(url) });
+    });
+  }
+
+  async reload() {
+    await this.context.mutex.run(async () => {
+      await this.context.focus(this.handle);
+      await this.context.command('POST', '/refresh', {});
+    });
+  }
+
+  /**
+   * Classic WebDriver sends every command to "the current window", one per session, and runs
+   * long scripts concurrently; so the switch and the start of the script are serialised, and
+   * the script itself checks that it landed in this page (another switch may overtake it)
+   * before it runs anything.
+   */
+  async evaluate(fn, arg) {
+    const src = typeof fn === 'function' ? fn.toString() : `() => (${fn})`;
+    for (let attempt = 0; ; attempt++) {
+      let reply;
+      await this.context.mutex.run(async () => {
+        await this.context.focus(this.handle);
+        reply = this.context.command('POST', '/execute/async', { script: EVALUATE, args: [src, arg ?? null, this.id] });
+        reply.catch(() => {});
+        await sleep(5); // let the driver read the command before the next switch
+      });
+      const out = JSON.parse(await reply);
+      if (out.wrongPage) {
+        // Overtaken by another tab's switch, or this page is between two documents.
+        if (attempt > 300) throw new Error(`page.evaluate: page ${this.id} never answered (is it loaded?)`);
+        await sleep(attempt < 5 ? 5 : 30);
+        continue;
+      }
+      if (!out.ok) throw new Error(`page.evaluate: ${out.error}`);
+      return revive(out.value);
+    }
+  }
+
+  async waitForFunction(fn, arg, { timeout = this.defaultTimeout } = {}) {
+    const end = Date.now() + timeout;
+    for (;;) {
+      const v = await this.evaluate(fn, arg).catch(() => undefined);
+      if (v) return v;
+      if (Date.now() > end) throw new Error(`page.waitForFunction: timed out after ${timeout} ms`);
+      await sleep(50);
+    }
+  }
+
+  async addInitScript(fn, arg) { this.inits.push(scriptSource(fn, arg)); }
+  url() { return this.current; }
+  setDefaultTimeout(ms) { this.defaultTimeout = ms; }
+  waitForTimeout(ms) { return sleep(ms); }
+
+  on(event, cb) {
+    if (!this.listeners[event]) throw new EngineUnsupported('webkit', `page.on('${event}')`);
+    this.listeners[event].push(cb);
+    return this;
+  }
+
+  async close() {
+    this.context.pages.delete(this.id);
+    await this.context.mutex.run(async () => {
+      await this.context.focus(this.handle);
+      await this.context.command('DELETE', '/window');
+      this.context.current = null;
+    });
+  }
+}
