@@ -10,7 +10,8 @@
 //             setOffline(bool), close()
 //   page:     goto(url, { timeout }), reload({ timeout }), evaluate(fn, arg),
 //             waitForFunction(fn, arg, { timeout }), addInitScript(fn, arg), url(),
-//             on('pageerror' | 'console', cb), setDefaultTimeout(ms), waitForTimeout(ms), close()
+//             on('pageerror' | 'console' | 'request', cb), setDefaultTimeout(ms), waitForTimeout(ms),
+//             close()
 //
 // What an engine cannot do throws `EngineUnsupported`, so a test never passes by not looking.
 
@@ -87,7 +88,9 @@ class FirefoxContext {
   }
 
   async newPage() {
-    const page = new FirefoxPage(await this.ctx.newPage(), this);
+    // A window each, as Playwright's pages are: a background tab is hidden, and Firefox then
+    // clamps its timers to 1 s (dom.min_background_timeout_value), which is a different test.
+    const page = new FirefoxPage(await this.ctx.newPage({ type: 'window' }), this);
     for (const [fn, arg] of this.inits) await page.p.evaluateOnNewDocument(fn, arg);
     for (const [name, cb] of this.bindings) await page.bind(name, cb);
     if (this.offline) await page.p.setOfflineMode(true);
@@ -146,7 +149,8 @@ class FirefoxPage {
     else if (event === 'console') {
       // Puppeteer says "warn" where Playwright says "warning".
       this.p.on('console', (m) => cb({ type: () => (m.type() === 'warn' ? 'warning' : m.type()), text: () => m.text() }));
-    } else throw new EngineUnsupported('firefox', `page.on('${event}')`);
+    } else if (event === 'request') this.p.on('request', (r) => cb({ url: () => r.url() }));
+    else throw new EngineUnsupported('firefox', `page.on('${event}')`);
     return this;
   }
 }
