@@ -10,7 +10,7 @@ WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-ru
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
 	test-node test-browser-store test-browser test-demo test-package \
-	test-browser-store-engines test-browser-engines
+	test-browser-store-engines test-browser-engines test-demo-engines
 
 setup:
 	./scripts/setup-rust.sh
@@ -50,7 +50,7 @@ test-node: pkg
 test-browser-store:
 	$(WASM_TEST_ENV) cargo test --target wasm32-unknown-unknown --test browser_store
 
-.PHONY: test-browser-store-engines test-browser-engines test-browsers
+.PHONY: test-browser-store-engines test-browser-engines test-demo-engines test-browsers
 
 # The IndexedDB store tests in Firefox ESR (geckodriver) and WebKitGTK (WebKitWebDriver, Xvfb).
 WASM_TEST_RUNNER := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner WASM_BINDGEN_TEST_TIMEOUT=300
@@ -71,8 +71,14 @@ test-browser-engines: pkg
 	    node tests/browser/run.mjs --browser $$engine --core || fail=1; \
 	done; exit $$fail
 
-# Everything browser-side in all three engines: the store tests and the whole end-to-end suite.
-test-browsers: pkg test-browser-store test-browser-store-engines
+# The demo's smoke test (tests/demo/engines.test.mjs; `make test-demo` runs it in Chromium).
+test-demo-engines: pkg
+	GATEHOUSE_BROWSER=firefox node tests/demo/run.mjs engines
+	GATEHOUSE_BROWSER=webkit xvfb-run -a node tests/demo/run.mjs engines
+
+# Everything browser-side in all three engines: the store tests, the whole end-to-end suite and
+# the demo's smoke test.
+test-browsers: pkg test-browser-store test-browser-store-engines test-demo-engines
 	fail=0; for engine in chromium firefox webkit; do node tests/browser/run.mjs --browser $$engine || fail=1; done; exit $$fail
 
 # The JS API end to end in headless Chromium against the local model server.

@@ -10,6 +10,7 @@
 //             setOffline(bool), close()
 //   page:     goto(url, { timeout }), reload({ timeout }), evaluate(fn, arg),
 //             waitForFunction(fn, arg, { timeout }), addInitScript(fn, arg), url(),
+//             fill(selector, text), press(selector, 'Enter'), click(selector),
 //             on('pageerror' | 'console' | 'request', cb), setDefaultTimeout(ms), waitForTimeout(ms),
 //             close()
 //
@@ -52,11 +53,12 @@ export function engineVersion(engine, chromiumPath = process.env.CHROMIUM_PATH |
   }
 }
 
-/** Launches `engine` (not chromium: harness.mjs launches that with Playwright as before). */
-export async function launchBrowser(engine) {
+/** Launches `engine`; Chromium with Playwright's `chromium.launch(chromiumOptions)`. */
+export async function launchBrowser(engine, chromiumOptions = {}) {
   if (engine === 'firefox') return FirefoxBrowser.launch();
   if (engine === 'webkit') return WebKitBrowser.launch();
-  throw new Error(`launchBrowser: ${engine} is launched by harness.mjs`);
+  const { chromium } = await import('playwright-core');
+  return chromium.launch(chromiumOptions);
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -139,6 +141,9 @@ class FirefoxPage {
 
   waitForFunction(fn, arg, { timeout } = {}) { return this.p.waitForFunction(fn, { timeout, polling: 50 }, arg); }
   addInitScript(fn, arg) { return this.p.evaluateOnNewDocument(fn, arg); }
+  fill(selector, text) { return this.p.locator(selector).fill(text); }
+  async press(selector, key) { await this.p.focus(selector); await this.p.keyboard.press(key); }
+  click(selector) { return this.p.locator(selector).click(); }
   url() { return this.p.url(); }
   setDefaultTimeout(ms) { this.p.setDefaultTimeout(ms); }
   waitForTimeout(ms) { return sleep(ms); }
@@ -189,15 +194,19 @@ function revive(v) {
   return v;
 }
 
-/** The script around every evaluate: runs `fn(arg)` only in the page it was meant for. */
-const EVALUATE = `
-const [src, arg, pageId, done] = arguments;
-if (window.__ghPage !== pageId) { done(JSON.stringify({ wrongPage: true })); return; }
-const enc = (key, v) => v === undefined ? { ${JSON.stringify(UNDEF)}: 1 }
+/**
+ * The script around every evaluate: runs `fn(arg)` only in the page it was meant for. The
+ * function's source is part of the script (WebDriver's scripts are exempt from the page's CSP,
+ * an eval inside them is not: the demo forbids it).
+ */
+const evaluateScript = (src) => `
+const [__ghArg, __ghPageId, __ghDone] = arguments;
+if (window.name !== __ghPageId) { __ghDone(JSON.stringify({ wrongPage: true })); return; }
+const __ghEnc = (key, v) => v === undefined ? { ${JSON.stringify(UNDEF)}: 1 }
   : typeof v === 'number' && !Number.isFinite(v) ? { ${JSON.stringify(NONFINITE)}: String(v) } : v;
-Promise.resolve().then(() => (0, eval)('(' + src + ')')(arg)).then(
-  (value) => done(JSON.stringify({ ok: true, value }, enc)),
-  (e) => done(JSON.stringify({ ok: false, error: String(e && e.stack ? e.message + '\\n' + e.stack : e) })));
+Promise.resolve().then(() => (${src})(__ghArg)).then(
+  (value) => __ghDone(JSON.stringify({ ok: true, value }, __ghEnc)),
+  (e) => __ghDone(JSON.stringify({ ok: false, error: String(e && e.stack ? e.message + '\\n' + e.stack : e) })));
 `;
 
 class WebKitBrowser {
@@ -360,7 +369,6 @@ class WebKitPage {
   initSource() {
     const post = `(kind, body) => fetch(${JSON.stringify(`${this.context.browser.callback}/`)} + kind + ${JSON.stringify(`/${this.context.id}/${this.id}`)}, { method: 'POST', body: JSON.stringify(body), keepalive: true }).then((r) => r.json()).then((r) => r.value)`;
     const lines = [
-      `window.__ghPage = ${JSON.stringify(this.id)};`,
       `window.__ghPost = ${post};`,
       `addEventListener('error', (e) => window.__ghPost('pageerror', { message: String(e.message) }));`,
       `addEventListener('unhandledrejection', (e) => window.__ghPost('pageerror', { message: String(e.reason?.message ?? e.reason) }));`,
@@ -379,11 +387,23 @@ class WebKitPage {
     return null;
   }
 
-  /** The URL with the fragment that tells init-scripts.js where this page's init source is. */
+  /**
+   * The URL with the fragment that tells init-scripts.js where this page's init source is; not
+   * over a fragment of the page's own (the demo routes by it; that page then runs without).
+   */
   withInit(url) {
     const u = new URL(url);
+    if (u.hash) return u.href;
     u.hash = `gh-init=${encodeURIComponent(`${this.context.browser.callback}/init/${this.context.id}/${this.id}`)}`;
     return u.href;
+  }
+
+  /**
+   * Inside the mutex, after a navigation: names the window after this page, which is how every
+   * script checks where it landed (window.name outlives same-origin loads and reloads).
+   */
+  async mark() {
+    await this.context.command('POST', '/execute/sync', { script: 'window.name = arguments[0];', args: [this.id] });
   }
 
   async goto(url) {
@@ -391,6 +411,7 @@ class WebKitPage {
     await this.context.mutex.run(async () => {
       await this.context.focus(this.handle);
       await this.context.command('POST', '/url', { url: this.withInit(url) });
+      await this.mark();
     });
   }
 
@@ -398,6 +419,36 @@ class WebKitPage {
     await this.context.mutex.run(async () => {
       await this.context.focus(this.handle);
       await this.context.command('POST', '/refresh', {});
+      await this.mark();
+    });
+  }
+
+  /** Inside the mutex: the WebDriver id of the first element matching `selector`. */
+  async element(selector) {
+    await this.context.focus(this.handle);
+    const el = await this.context.command('POST', '/element', { using: 'css selector', value: selector });
+    return `/element/${Object.values(el)[0]}`;
+  }
+
+  async fill(selector, text) {
+    await this.context.mutex.run(async () => {
+      const el = await this.element(selector);
+      await this.context.command('POST', `${el}/clear`, {});
+      await this.context.command('POST', `${el}/value`, { text });
+    });
+  }
+
+  async press(selector, key) {
+    const keys = { Enter: '\uE007' };
+    if (!keys[key]) throw new EngineUnsupported('webkit', `page.press('${key}')`);
+    await this.context.mutex.run(async () => {
+      await this.context.command('POST', `${await this.element(selector)}/value`, { text: keys[key] });
+    });
+  }
+
+  async click(selector) {
+    await this.context.mutex.run(async () => {
+      await this.context.command('POST', `${await this.element(selector)}/click`, {});
     });
   }
 
@@ -413,7 +464,7 @@ class WebKitPage {
       let reply;
       await this.context.mutex.run(async () => {
         await this.context.focus(this.handle);
-        reply = this.context.command('POST', '/execute/async', { script: EVALUATE, args: [src, arg ?? null, this.id] });
+        reply = this.context.command('POST', '/execute/async', { script: evaluateScript(src), args: [arg ?? null, this.id] });
         reply.catch(() => {});
         await sleep(5); // let the driver read the command before the next switch
       });
