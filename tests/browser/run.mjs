@@ -46,6 +46,7 @@ const CORE = [
   ['exactly-once.test.mjs', '^a tab opening the thread while another runs its approved tool'],
   ['api.test.mjs', '^invalid configuration is a GatehouseError'],
   ['stress.test.mjs', ' on one thread with(out)? Web Locks'],
+  ['status-while-running.test.mjs', '^status\\(\\) is "running" in the agent that runs it'],
 ];
 
 function parseArgs(argv) {
