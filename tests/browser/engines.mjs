@@ -266,13 +266,20 @@ class WebKitBrowser {
     }));
   }
 
-  async command(method, path, body) {
+  /** One WebDriver command; `ms` bounds it (null: unbounded, the caller bounds it). */
+  async command(method, path, body, ms = 45_000) {
+    const t0 = Date.now();
+    const slow = process.env.GATEHOUSE_E2E_VERBOSE && setTimeout(() => console.log(`[webdriver] still waiting after 5 s: ${method} ${path}`), 5_000);
     const res = await fetch(this.base + path, {
       method,
       headers: { 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
-    });
+      signal: ms === null ? undefined : AbortSignal.timeout(ms),
+    }).catch((e) => {
+      throw e.name === 'TimeoutError' ? new Error(`WebDriver ${method} ${path.replace(/^\/session\/[^/]+/, '')}: no answer in ${ms} ms`) : e;
+    }).finally(() => clearTimeout(slow));
     const json = await res.json();
+    if (process.env.GATEHOUSE_E2E_VERBOSE && Date.now() - t0 > 5_000) console.log(`[webdriver] ${method} ${path} took ${Date.now() - t0} ms`);
     if (!res.ok) throw new Error(`WebDriver ${method} ${path.replace(/^\/session\/[^/]+/, '')}: ${json.value?.error}: ${json.value?.message}`);
     return json.value;
   }
@@ -319,7 +326,7 @@ class WebKitContext {
     this.closed = false;
   }
 
-  command(method, path, body) { return this.browser.command(method, this.session + path, body); }
+  command(method, path, body, ms) { return this.browser.command(method, this.session + path, body, ms); }
 
   /** Inside the mutex: makes `handle` the window that the next command goes to. */
   async focus(handle) {
@@ -464,7 +471,7 @@ class WebKitPage {
       let reply;
       await this.context.mutex.run(async () => {
         await this.context.focus(this.handle);
-        reply = this.context.command('POST', '/execute/async', { script: evaluateScript(src), args: [arg ?? null, this.id] });
+        reply = this.context.command('POST', '/execute/async', { script: evaluateScript(src), args: [arg ?? null, this.id] }, null);
         reply.catch(() => {});
         await sleep(5); // let the driver read the command before the next switch
       });
@@ -483,7 +490,9 @@ class WebKitPage {
   async waitForFunction(fn, arg, { timeout = this.defaultTimeout } = {}) {
     const end = Date.now() + timeout;
     for (;;) {
-      const v = await this.evaluate(fn, arg).catch(() => undefined);
+      let timer;
+      const left = new Promise((resolve) => { timer = setTimeout(resolve, Math.max(0, end - Date.now())); });
+      const v = await Promise.race([this.evaluate(fn, arg).catch(() => undefined), left]).finally(() => clearTimeout(timer));
       if (v) return v;
       if (Date.now() > end) throw new Error(`page.waitForFunction: timed out after ${timeout} ms`);
       await sleep(50);
