@@ -209,28 +209,34 @@ Promise.resolve().then(() => (${src})(__ghArg)).then(
   (e) => __ghDone(JSON.stringify({ ok: false, error: String(e && e.stack ? e.message + '\\n' + e.stack : e) })));
 `;
 
+/** Starts a WebKitWebDriver; resolves to { base, process } once it answers. */
+async function startWebKitDriver() {
+  const port = await freePort();
+  const child = spawn(WEBKIT_DRIVER_PATH, [`--port=${port}`], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const base = `http://127.0.0.1:${port}`;
+  for (let waited = 0; ; waited += 50) {
+    try {
+      await fetch(`${base}/status`);
+      return { base, child };
+    } catch (e) {
+      if (child.exitCode !== null || waited > 10_000) {
+        child.kill('SIGKILL');
+        throw new Error(`WebKitWebDriver did not start: ${e.message}`);
+      }
+      await sleep(50);
+    }
+  }
+}
+
 class WebKitBrowser {
   static async launch() {
     if (!process.env.DISPLAY) throw new Error('WebKitGTK needs a display: run under `xvfb-run -a` (run.mjs does)');
-    const port = await freePort();
-    const driver = spawn(WEBKIT_DRIVER_PATH, [`--port=${port}`], { stdio: ['ignore', 'ignore', 'inherit'] });
-    const b = new WebKitBrowser(driver, `http://127.0.0.1:${port}`);
-    for (let waited = 0; ; waited += 50) {
-      try {
-        await fetch(`${b.base}/status`);
-        break;
-      } catch (e) {
-        if (driver.exitCode !== null || waited > 10_000) throw new Error(`WebKitWebDriver did not start: ${e.message}`);
-        await sleep(50);
-      }
-    }
+    const b = new WebKitBrowser();
     await b.listen();
     return b;
   }
 
-  constructor(driver, base) {
-    this.driver = driver;
-    this.base = base;
+  constructor() {
     this.contexts = new Map(); // id -> WebKitContext
     this.seq = 0;
     this.browserVersion = null;
@@ -267,10 +273,10 @@ class WebKitBrowser {
   }
 
   /** One WebDriver command; `ms` bounds it (null: unbounded, the caller bounds it). */
-  async command(method, path, body, ms = 45_000) {
+  async command(base, method, path, body, ms = 45_000) {
     const t0 = Date.now();
     const slow = process.env.GATEHOUSE_E2E_VERBOSE && setTimeout(() => console.log(`[webdriver] still waiting after 5 s: ${method} ${path}`), 5_000);
-    const res = await fetch(this.base + path, {
+    const res = await fetch(base + path, {
       method,
       headers: { 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -286,34 +292,48 @@ class WebKitBrowser {
 
   version() { return `WebKitGTK ${this.browserVersion ?? '?'} (MiniBrowser)`; }
 
+  /**
+   * A WebDriver session is one MiniBrowser with its own (empty) storage: a browser context.
+   * WebKitWebDriver holds one session at a time ("Maximum number of active sessions"), so each
+   * context has its own driver; a session that does not start (seen under heavy load) is tried
+   * once more with a fresh driver.
+   */
   async newContext() {
-    // A WebDriver session is one MiniBrowser with its own (empty) storage: a browser context.
-    const s = await this.command('POST', '/session', {
-      capabilities: {
-        alwaysMatch: {
-          browserName: 'MiniBrowser',
-          'webkitgtk:browserOptions': { binary: MINIBROWSER_PATH, args: ['--automation'] },
-          timeouts: { script: 3_600_000, pageLoad: 30_000 },
-        },
-      },
-    });
-    this.browserVersion = s.capabilities.browserVersion;
-    const ctx = new WebKitContext(this, `c${++this.seq}`, s.sessionId);
-    this.contexts.set(ctx.id, ctx);
-    ctx.firstWindow = await this.command('GET', `/session/${s.sessionId}/window`);
-    return ctx;
+    for (let attempt = 1; ; attempt++) {
+      const driver = await startWebKitDriver();
+      try {
+        const s = await this.command(driver.base, 'POST', '/session', {
+          capabilities: {
+            alwaysMatch: {
+              browserName: 'MiniBrowser',
+              'webkitgtk:browserOptions': { binary: MINIBROWSER_PATH, args: ['--automation'] },
+              timeouts: { script: 3_600_000, pageLoad: 30_000 },
+            },
+          },
+        }, 30_000);
+        this.browserVersion = s.capabilities.browserVersion;
+        const ctx = new WebKitContext(this, `c${++this.seq}`, driver, s.sessionId);
+        this.contexts.set(ctx.id, ctx);
+        ctx.firstWindow = await ctx.command('GET', '/window');
+        return ctx;
+      } catch (e) {
+        driver.child.kill('SIGKILL');
+        if (attempt === 2) throw e;
+        console.log(`[webkit] ${e.message}; starting another driver`);
+      }
+    }
   }
 
   async close() {
     for (const ctx of [...this.contexts.values()]) await ctx.close().catch(() => {});
-    this.driver.kill('SIGTERM');
     await new Promise((r) => this.server.close(r));
   }
 }
 
 class WebKitContext {
-  constructor(browser, id, sessionId) {
+  constructor(browser, id, driver, sessionId) {
     this.browser = browser;
+    this.driver = driver;
     this.id = id;
     this.session = `/session/${sessionId}`;
     this.pages = new Map(); // id -> WebKitPage
@@ -326,7 +346,7 @@ class WebKitContext {
     this.closed = false;
   }
 
-  command(method, path, body, ms) { return this.browser.command(method, this.session + path, body, ms); }
+  command(method, path, body, ms) { return this.browser.command(this.driver.base, method, this.session + path, body, ms); }
 
   /** Inside the mutex: makes `handle` the window that the next command goes to. */
   async focus(handle) {
@@ -352,7 +372,8 @@ class WebKitContext {
     if (this.closed) return;
     this.closed = true;
     this.browser.contexts.delete(this.id);
-    await this.browser.command('DELETE', this.session).catch(() => {});
+    await this.browser.command(this.driver.base, 'DELETE', this.session, undefined, 15_000).catch(() => {});
+    this.driver.child.kill('SIGTERM');
   }
 }
 
