@@ -9,7 +9,8 @@ WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-ru
 	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
-	test-node test-browser-store test-browser test-demo test-package
+	test-node test-browser-store test-browser test-demo test-package \
+	test-browser-store-engines test-browser-engines test-demo-engines
 
 setup: setup-build setup-browser
 
@@ -59,6 +60,37 @@ test-node: pkg
 # The IndexedDB store in headless Chromium (wasm-bindgen-test).
 test-browser-store:
 	$(WASM_TEST_ENV) cargo test --target wasm32-unknown-unknown --test browser_store
+
+.PHONY: test-browser-store-engines test-browser-engines test-demo-engines test-browsers
+
+# The IndexedDB store tests in Firefox ESR (geckodriver) and WebKitGTK (WebKitWebDriver, Xvfb).
+WASM_TEST_RUNNER := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner WASM_BINDGEN_TEST_TIMEOUT=300
+test-browser-store-engines:
+	@echo "IndexedDB store tests in $$(firefox-esr --version)"
+	$(WASM_TEST_RUNNER) GECKODRIVER=$$(command -v geckodriver || echo $$HOME/.cargo/bin/geckodriver) \
+	  cargo test --target wasm32-unknown-unknown --test browser_store
+	@echo "IndexedDB store tests in WebKitGTK $$(dpkg-query -W -f='$${Version}' libwebkit2gtk-4.1-0 | sed 's/-.*//')"
+	$(WASM_TEST_RUNNER) SAFARIDRIVER=/usr/bin/WebKitWebDriver xvfb-run -a \
+	  cargo test --target wasm32-unknown-unknown --test browser_store
+
+# The core browser scenarios (CORE in tests/browser/run.mjs), the stress test shortened to
+# ENGINE_STRESS_SECONDS with Web Locks and half of it without, in Firefox ESR and WebKitGTK.
+ENGINE_STRESS_SECONDS ?= 20
+test-browser-engines: pkg
+	fail=0; for engine in firefox webkit; do \
+	  GATEHOUSE_STRESS_SECONDS=$(ENGINE_STRESS_SECONDS) GATEHOUSE_STRESS_NOLOCK_SECONDS=$$(($(ENGINE_STRESS_SECONDS) / 2)) \
+	    node tests/browser/run.mjs --browser $$engine --core || fail=1; \
+	done; exit $$fail
+
+# The demo's smoke test (tests/demo/engines.test.mjs; `make test-demo` runs it in Chromium).
+test-demo-engines: pkg
+	GATEHOUSE_BROWSER=firefox node tests/demo/run.mjs engines
+	GATEHOUSE_BROWSER=webkit xvfb-run -a node tests/demo/run.mjs engines
+
+# Everything browser-side in all three engines: the store tests, the whole end-to-end suite and
+# the demo's smoke test.
+test-browsers: pkg test-browser-store test-browser-store-engines test-demo-engines
+	fail=0; for engine in chromium firefox webkit; do node tests/browser/run.mjs --browser $$engine || fail=1; done; exit $$fail
 
 # The JS API end to end in headless Chromium against the local model server.
 test-browser: pkg

@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Firefox ESR and WebKitGTK, the other engines the browser tests run in.
+./scripts/setup-firefox-webkit.sh
+
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)

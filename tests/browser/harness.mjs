@@ -1,12 +1,14 @@
 // Shared helpers of the browser test files. Under run.mjs a test file attaches to the one
 // Chromium and the two model servers that run.mjs started (passed in GATEHOUSE_E2E_* env vars);
-// run on its own (`node --test tests/browser/x.test.mjs`) it starts its own, in process.
+// run on its own (`node --test tests/browser/x.test.mjs`) it starts its own, in process. In
+// Firefox and WebKit (GATEHOUSE_BROWSER, engines.mjs) each test file launches its own browser.
 
 import { chromium } from 'playwright-core';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../model-server/server.mjs';
+import { engineName, launchBrowser } from './engines.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const PAGE_PATH = '/tests/browser/page.html';
@@ -101,8 +103,9 @@ class Scenario {
 }
 
 export class Harness {
-  constructor({ browser, url, url2, cleanup, pkgDir }) {
+  constructor({ browser, engine, url, url2, cleanup, pkgDir }) {
     this.browser = browser;
+    this.engine = engine; // 'chromium' | 'firefox' | 'webkit'
     this.pkgDir = pkgDir; // GATEHOUSE_E2E_PKG: serve /pkg/* from this directory instead
     this.url = url; // serves the page and the package, and answers model requests
     this.url2 = url2; // a second origin: model requests only (CORS)
@@ -147,6 +150,7 @@ export class Harness {
   /** A browser context (own storage); with GATEHOUSE_E2E_PKG its /pkg/* comes from that dir. */
   async newContext() {
     const ctx = await this.browser.newContext();
+    if (this.pkgDir && this.engine !== 'chromium') throw new Error(`--pkg needs Chromium (request routing), not ${this.engine}`);
     if (this.pkgDir) {
       await ctx.route((u) => u.pathname.startsWith('/pkg/'), (route) => {
         // Keep sub-paths: the glue imports its inline JS from /pkg/snippets/<crate>/inlineN.js.
@@ -206,15 +210,18 @@ export async function setup() {
     url = a.url;
     url2 = b.url;
   }
-  const browser = env.GATEHOUSE_E2E_WS
-    ? await chromium.connect(env.GATEHOUSE_E2E_WS, { timeout: 15_000 })
-    : await chromium.launch(launchOptions());
+  const engine = engineName(env);
+  const browser = engine !== 'chromium'
+    ? await launchBrowser(engine)
+    : env.GATEHOUSE_E2E_WS
+      ? await chromium.connect(env.GATEHOUSE_E2E_WS, { timeout: 15_000 })
+      : await chromium.launch(launchOptions());
   const cleanup = async () => {
     await browser.close().catch(() => {});
     for (const c of owned) await c();
   };
   const pkgDir = env.GATEHOUSE_E2E_PKG ? path.resolve(env.GATEHOUSE_E2E_PKG) : undefined;
-  return new Harness({ browser, url, url2, cleanup, pkgDir });
+  return new Harness({ browser, engine, url, url2, cleanup, pkgDir });
 }
 
 /** Text of a message's text blocks. */

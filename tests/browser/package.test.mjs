@@ -8,7 +8,7 @@ import { PAGE_PATH, run, setup } from './harness.mjs';
 const h = await setup();
 after(() => h.close());
 
-test('pkg/ as built initialises in Chromium and answers a demo chat', {
+test(`pkg/ as built initialises in ${h.engine} and answers a demo chat`, {
   timeout: 30_000,
 }, async (t) => {
   const context = await h.browser.newContext(); // no route: the real pkg/ from the static server
@@ -17,8 +17,9 @@ test('pkg/ as built initialises in Chromium and answers a demo chat', {
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(h.url + PAGE_PATH);
-  await page.waitForFunction(() => window.ghReady === true || document.readyState === 'complete', null, { timeout: 15_000 });
-  await page.waitForTimeout(200);
+  // page.js sets ghReady once init() resolved, ghInitError when it threw: no guessing how long
+  // init() takes after the load event (it compiles the wasm; over 200 ms on a loaded machine).
+  await page.waitForFunction(() => window.ghReady === true || window.ghInitError !== undefined, null, { timeout: 15_000 });
   assert.deepEqual(errors, [], 'no uncaught error while loading the package');
   assert.equal(await page.evaluate(() => window.ghReady === true), true, 'init() resolved');
   const state = await run(page, async () => {

@@ -4,8 +4,12 @@
 // runs tests/browser/*.test.mjs with node:test against them, then stops everything. Exits
 // non-zero when any test fails, when the suite exceeds its deadline, or on a setup error.
 //
-//   node tests/browser/run.mjs [--pkg DIR] [--deadline SECONDS] [node --test args / test files...]
+//   node tests/browser/run.mjs [--browser chromium|firefox|webkit] [--core] [--pkg DIR]
+//                              [--deadline SECONDS] [node --test args / test files...]
 //
+// --browser   the engine (GATEHOUSE_BROWSER; default chromium), see engines.mjs. Chromium is
+//             launched once here; Firefox and WebKit once per test file (WebKit under xvfb-run).
+// --core      only the core scenarios (CORE below), the subset `make test` runs in every engine.
 // --pkg DIR   serve /pkg/* to the pages from DIR instead of the repo's pkg/ (GATEHOUSE_E2E_PKG).
 // --deadline  default 270 s plus the stress test's durations (GATEHOUSE_STRESS_SECONDS and
 //             GATEHOUSE_STRESS_NOLOCK_SECONDS, 60 + 30 by default).
@@ -17,6 +21,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT, launchOptions, stressConfig } from './harness.mjs';
+import { engineName, engineVersion } from './engines.mjs';
 
 const HERE = path.join(ROOT, 'tests', 'browser');
 const SERVER = path.join(ROOT, 'tests', 'model-server', 'server.mjs');
@@ -26,15 +31,38 @@ const SERVER = path.join(ROOT, 'tests', 'model-server', 'server.mjs');
 const STRESS = stressConfig();
 const FILE_TIMEOUT_S = Math.max(120, STRESS.budgetSeconds + 30);
 
+/**
+ * The core scenarios: file and test-name pattern (anchored, so they select nothing else in
+ * these files). What an app relies on in every engine: init; streaming; gating, approve and
+ * reject; reload mid-approval; two tabs on one thread, and a tab that finds another running
+ * the thread's tool; errors compared by `code`; the multi-tab stress test.
+ */
+const CORE = [
+  ['package.test.mjs', '^pkg/ as built initialises'],
+  ['events.test.mjs', '^(openai|anthropic) stream: events of a suspended turn'],
+  ['approval.test.mjs', '^(approve|reject)'],
+  ['storage.test.mjs', '^reload mid-approval'],
+  ['concurrency.test.mjs', '^(two tabs on one thread|conflict: a message while approvals are pending)'],
+  ['exactly-once.test.mjs', '^a tab opening the thread while another runs its approved tool'],
+  ['api.test.mjs', '^invalid configuration is a GatehouseError'],
+  ['providers.test.mjs', '^an unreachable model server: network error'], // each engine words it differently
+  ['stress.test.mjs', ' on one thread with(out)? Web Locks'],
+  ['status-while-running.test.mjs', '^status\\(\\) is "running" in the agent that runs it'],
+];
+
 function parseArgs(argv) {
-  const out = { pkg: process.env.GATEHOUSE_E2E_PKG, deadline: 270 + STRESS.seconds + STRESS.nolockSeconds, rest: [] };
+  const out = { pkg: process.env.GATEHOUSE_E2E_PKG, engine: engineName(), core: false, deadline: undefined, rest: [] };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
     const value = () => inline ?? argv[++i];
     if (flag === '--pkg') out.pkg = path.resolve(value());
     else if (flag === '--deadline') out.deadline = Number(value());
+    else if (flag === '--browser') out.engine = engineName({ GATEHOUSE_BROWSER: value() });
+    else if (flag === '--core') out.core = true;
     else out.rest.push(argv[i]);
   }
+  // Firefox and WebKit start a browser per file (Firefox ≈ 6 s here) and run slower pages.
+  out.deadline ??= (out.engine === 'chromium' ? 270 : 540) + STRESS.seconds + STRESS.nolockSeconds;
   return out;
 }
 
@@ -83,18 +111,29 @@ async function main() {
     cleanups.push(async () => { page.child.kill('SIGTERM'); await Promise.race([page.exited, sleep(3000)]); });
     const other = await startModelServer(tmp, 'other');
     cleanups.push(async () => { other.child.kill('SIGTERM'); await Promise.race([other.exited, sleep(3000)]); });
-    const browser = await chromium.launchServer({ ...launchOptions(), handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false });
-    cleanups.push(() => browser.close());
-    console.log(`model servers: ${page.url} (page + static), ${other.url} (second origin); chromium: ${browser.wsEndpoint()}`);
+    let browser = null;
+    if (args.engine === 'chromium') {
+      browser = await chromium.launchServer({ ...launchOptions(), handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false });
+      cleanups.push(() => browser.close());
+    }
+    console.log(`engine: ${args.engine}, ${engineVersion(args.engine)}${args.core ? ' (core scenarios)' : ''}`);
+    console.log(`model servers: ${page.url} (page + static), ${other.url} (second origin)${browser ? `; chromium: ${browser.wsEndpoint()}` : ''}`);
     if (args.pkg) console.log(`serving /pkg/* from ${args.pkg}`);
 
+    const core = new Map(CORE);
     const files = args.rest.some((a) => a.endsWith('.mjs'))
       ? []
       // The long stress test first, so the other files run beside it instead of after it.
-      : readdirSync(HERE).filter((f) => f.endsWith('.test.mjs')).sort((a, b) => (b === 'stress.test.mjs') - (a === 'stress.test.mjs') || a.localeCompare(b))
+      : readdirSync(HERE).filter((f) => f.endsWith('.test.mjs') && (!args.core || core.has(f)))
+        .sort((a, b) => (b === 'stress.test.mjs') - (a === 'stress.test.mjs') || a.localeCompare(b))
         .map((f) => path.join(HERE, f));
-    const nodeArgs = ['--test', '--test-concurrency=2', `--test-timeout=${FILE_TIMEOUT_S * 1000}`, '--test-reporter=spec', ...args.rest, ...files];
-    runner = spawn(process.execPath, nodeArgs, {
+    const patterns = args.core ? CORE.map(([, p]) => `--test-name-pattern=${p}`) : [];
+    const nodeArgs = ['--test', '--test-concurrency=2', `--test-timeout=${FILE_TIMEOUT_S * 1000}`, '--test-reporter=spec', ...patterns, ...args.rest, ...files];
+    // WebKitGTK needs a display: one Xvfb for the whole run when there is none.
+    const [cmd, cmdArgs] = args.engine === 'webkit' && !process.env.DISPLAY
+      ? ['xvfb-run', ['-a', process.execPath, ...nodeArgs]]
+      : [process.execPath, nodeArgs];
+    runner = spawn(cmd, cmdArgs, {
       cwd: ROOT,
       stdio: 'inherit',
       detached: true, // its own process group: on timeout the test files' processes go with it
@@ -102,7 +141,8 @@ async function main() {
         ...process.env,
         GATEHOUSE_E2E_URL: page.url,
         GATEHOUSE_E2E_URL2: other.url,
-        GATEHOUSE_E2E_WS: browser.wsEndpoint(),
+        GATEHOUSE_BROWSER: args.engine,
+        ...(browser ? { GATEHOUSE_E2E_WS: browser.wsEndpoint() } : {}),
         ...(args.pkg ? { GATEHOUSE_E2E_PKG: args.pkg } : {}),
       },
     });

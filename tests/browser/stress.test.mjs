@@ -14,6 +14,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { run, setup, stressConfig, uid, within } from './harness.mjs';
+import { engineVersion } from './engines.mjs';
 
 const h = await setup();
 after(() => h.close());
@@ -583,7 +584,7 @@ async function stress(t, { seconds, locks }) {
 
   // ---- the report: one line per count
   const say = (k, v) => console.log(`[${tag}] ${k}: ${v}`);
-  say('variant', `${cfg.tabs} tabs x ${seconds} s ${variant} (ran ${ranFor.toFixed(1)} s; loops ${loopsEnded ? 'settled' : 'did NOT settle'}; unsettled actions ${unsettled.length})`);
+  say('variant', `${cfg.tabs} tabs x ${seconds} s ${variant} in ${engineVersion(h.engine)} (ran ${ranFor.toFixed(1)} s; loops ${loopsEnded ? 'settled' : 'did NOT settle'}; unsettled actions ${unsettled.length})`);
   say('model requests', gen.requests);
   say('model turns (tool-call turns / answers)', `${gen.toolTurns + gen.textTurns} (${gen.toolTurns} / ${gen.textTurns})`);
   say('calls proposed by the model', gen.callsProposed);

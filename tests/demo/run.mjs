@@ -6,6 +6,8 @@
 //   node tests/demo/run.mjs offline    only the files whose name contains "offline"
 //
 // Needs pkg/ (./scripts/build-pkg.sh) and /usr/bin/chromium (or CHROMIUM_PATH).
+// engines.test.mjs, the smoke test, runs in the engine GATEHOUSE_BROWSER names, with its own
+// browser (`GATEHOUSE_BROWSER=webkit xvfb-run -a node tests/demo/run.mjs engines`).
 // Screenshots go to test-output/demo/. Exits non-zero when a test fails.
 
 import { readdirSync } from 'node:fs';
