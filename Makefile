@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
 WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-	CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=300
+	CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=120
 
 .PHONY: test setup setup-build setup-browser test-native check-core-pure check-wasm pkg test-types test-model-server \
 	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate
@@ -58,8 +58,13 @@ test-node: pkg
 	node --test tests/node/
 
 # The IndexedDB store in headless Chromium (wasm-bindgen-test).
+# Once in a few runs on these shared machines the runner's Chromium page never reports (the
+# renderer stops answering; the same tests pass in ~20 s on a rerun): one retry, said out loud.
+# Not understood yet; two failures in a row fail the target.
 test-browser-store:
-	$(WASM_TEST_ENV) cargo test --target wasm32-unknown-unknown --test browser_store
+	$(WASM_TEST_ENV) cargo test --target wasm32-unknown-unknown --test browser_store || { \
+	  echo "test-browser-store: the first run failed; running it once more"; \
+	  $(WASM_TEST_ENV) cargo test --target wasm32-unknown-unknown --test browser_store; }
 
 .PHONY: test-browser-store-engines test-browser-engines test-demo-engines test-browsers
 
