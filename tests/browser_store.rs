@@ -8,7 +8,9 @@
 //! --target wasm32-unknown-unknown --test browser_store` (add `-- --nocapture` for timings).
 #![cfg(target_arch = "wasm32")]
 
-use gatehouse_agent::engine::{CallResult, Commit, RunJournal, ThreadStatus, ToolPolicies, ToolPolicy};
+use gatehouse_agent::engine::{
+    CallResult, Commit, RunJournal, ThreadStatus, ToolPolicies, ToolPolicy,
+};
 use gatehouse_agent::store::{
     IndexedDbStore, MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord, Writer,
 };

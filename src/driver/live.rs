@@ -10,8 +10,8 @@ use crate::js::convert::to_js;
 use crate::thread::Message;
 use js_sys::Function;
 use serde::Serialize;
-use std::rc::{Rc, Weak};
 use std::cell::RefCell;
+use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
 use web_sys::{BroadcastChannel, MessageEvent};
 
@@ -101,7 +101,10 @@ pub fn subscribe_threads(database: &str, listener: Function) -> Function {
     if let Some(channel) = open_channel(&list_channel(database)) {
         let on_change = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
             if let Err(err) = listener.call1(&JsValue::NULL, &e.data()) {
-                web_sys::console::error_2(&"gatehouse: a subscribeThreads() listener threw".into(), &err);
+                web_sys::console::error_2(
+                    &"gatehouse: a subscribeThreads() listener threw".into(),
+                    &err,
+                );
             }
         });
         channel.set_onmessage(Some(on_change.as_ref().unchecked_ref()));

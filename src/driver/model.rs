@@ -3,8 +3,8 @@
 
 use super::error::AgentError;
 use super::events::Emitter;
-use super::tools;
 use super::fetch::{self, AbortLink, BodyReader, FetchError};
+use super::tools;
 use crate::engine::{ModelOutput, ModelToolCall};
 use crate::event::{Event, EventError};
 use crate::js::convert::{from_js, js_object, js_ref, json_value, parse_json, to_js};

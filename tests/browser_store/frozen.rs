@@ -3,7 +3,9 @@
 //! through the store, then read and written through the store.
 
 use super::{append, cleanup, db_name, msg, open, seqs, w};
-use gatehouse_agent::store::{IndexedDbStore, MessageRow, SCHEMA_VERSION, StoreError, ThreadRecord};
+use gatehouse_agent::store::{
+    IndexedDbStore, MessageRow, SCHEMA_VERSION, StoreError, ThreadRecord,
+};
 use gatehouse_agent::store::{LEASE_MS, Writer};
 use gatehouse_agent::thread::Message;
 use indexed_db_futures::KeyPath;
