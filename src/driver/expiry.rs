@@ -4,24 +4,14 @@
 //! one expire it while another approves it.
 
 use super::error::AgentError;
+use super::fetch::{clear_timeout, set_timeout};
 use super::{Input, RunOptions, Session, Shared, now, run_input};
 use crate::engine::EngineError;
 use crate::thread::ApprovalState;
-use js_sys::Function;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::rc::Weak;
 use wasm_bindgen::prelude::*;
-
-#[wasm_bindgen(inline_js = r#"
-export function gh_after(ms, f) {
-  const id = setTimeout(f, ms);
-  return () => clearTimeout(id);
-}
-"#)]
-extern "C" {
-    fn gh_after(ms: f64, f: &Closure<dyn FnMut()>) -> Function;
-}
 
 /// The longest delay `setTimeout` takes (about 24.8 days); a later deadline re-arms on firing.
 const MAX_DELAY_MS: f64 = 2_147_483_647.0;
@@ -40,13 +30,14 @@ pub struct Timer {
 }
 
 struct Armed {
-    cancel: Function,
+    /// The `setTimeout` id.
+    id: JsValue,
     _f: Closure<dyn FnMut()>,
 }
 
 impl Drop for Armed {
     fn drop(&mut self) {
-        let _ = self.cancel.call0(&JsValue::NULL);
+        clear_timeout(&self.id);
     }
 }
 
@@ -72,8 +63,8 @@ impl Timer {
             }
         });
         let delay = (at - now()).clamp(0.0, MAX_DELAY_MS);
-        let cancel = gh_after(delay, &f);
-        self.armed = Some((at, Armed { cancel, _f: f }));
+        let id = set_timeout(f.as_ref().unchecked_ref(), delay);
+        self.armed = Some((at, Armed { id, _f: f }));
     }
 }
 

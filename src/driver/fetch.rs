@@ -18,9 +18,9 @@ use web_sys::{
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(js_name = setTimeout)]
-    fn set_timeout(cb: &Function, ms: f64) -> JsValue;
+    pub(super) fn set_timeout(cb: &Function, ms: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
-    fn clear_timeout(id: &JsValue);
+    pub(super) fn clear_timeout(id: &JsValue);
 }
 
 /// Why a fetch did not produce a response.
