@@ -22,6 +22,9 @@ pub struct Live {
     next_id: u32,
     channel: Option<BroadcastChannel>,
     _on_notice: Option<Closure<dyn FnMut(MessageEvent)>>,
+    /// The status last told to the thread lists: a write that leaves it as it was (most
+    /// writes of a run) tells them nothing.
+    listed: Option<&'static str>,
 }
 
 impl Drop for Live {
@@ -172,15 +175,19 @@ pub fn changed(s: &Shared) {
     };
     if let Some((channel, version)) = notice {
         let _ = channel.post_message(&JsValue::from_f64(version));
-        let g = s.borrow();
-        post_list(
-            g.store.name(),
-            &ListChange {
-                thread_id: &g.thread_id,
-                status: Some(super::status(&g)),
-                deleted: false,
-            },
-        );
+        let mut g = s.borrow_mut();
+        let status = super::status(&g);
+        if g.live.listed != Some(status) {
+            g.live.listed = Some(status);
+            post_list(
+                g.store.name(),
+                &ListChange {
+                    thread_id: &g.thread_id,
+                    status: Some(status),
+                    deleted: false,
+                },
+            );
+        }
     }
     tell(s);
 }
