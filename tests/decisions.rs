@@ -9,10 +9,6 @@ use gatehouse_agent::thread::{ApprovalState, Message};
 use serde_json::{Value, json};
 use support::*;
 
-const COMPLETED: Option<Outcome> = Some(Outcome::Completed {
-    max_steps_reached: false,
-});
-
 /// What the model reads for `toolu_01` when `delete_file` was edited from /var/log to
 /// /var/log/old: pinned byte for byte, like the rejection text.
 const EDITED_TEXT: &str = "TOOL EXECUTED WITH EDITED ARGUMENTS. The user changed the arguments \

@@ -9,9 +9,6 @@ use serde_json::{Value, json};
 use support::*;
 
 /// The outcome of a run that ended with the model's answer.
-const COMPLETED: Option<Outcome> = Some(Outcome::Completed {
-    max_steps_reached: false,
-});
 
 fn log(h: &mut Harness) -> Vec<String> {
     h.take_log()

@@ -9,10 +9,6 @@ use gatehouse_agent::thread::{ApprovalState, Message};
 use serde_json::{Value, json};
 use support::*;
 
-const COMPLETED: Option<Outcome> = Some(Outcome::Completed {
-    max_steps_reached: false,
-});
-
 fn ids(h: &Harness) -> Vec<String> {
     h.tail()
         .tool_calls()

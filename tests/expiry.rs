@@ -17,10 +17,6 @@ took effect; ask the user before trying it again.";
 
 const TIMEOUT: u64 = 60_000;
 
-const COMPLETED: Option<Outcome> = Some(Outcome::Completed {
-    max_steps_reached: false,
-});
-
 /// The standard tools, `delete_file` with a one-minute approval timeout (`send_email` has
 /// none).
 fn tools() -> Vec<ToolSpec> {

@@ -269,6 +269,11 @@ fn kind(m: &Message) -> String {
     }
 }
 
+/// A run that ended with the model's answer, before `max_steps`.
+pub const COMPLETED: Option<Outcome> = Some(Outcome::Completed {
+    max_steps_reached: false,
+});
+
 pub fn describe_outcome(o: Outcome) -> &'static str {
     match o {
         Outcome::Completed {
