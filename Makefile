@@ -25,6 +25,7 @@ setup-browser:
 	./scripts/setup-browser.sh
 
 test-native:
+	cargo fmt --check
 	cargo test --all-targets
 
 # The pure core (thread, engine, schema, providers, events, the store model) must not touch the
