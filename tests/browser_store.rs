@@ -9,7 +9,8 @@
 #![cfg(target_arch = "wasm32")]
 
 use gatehouse_agent::engine::{
-    CallResult, Commit, RunJournal, ThreadStatus, ToolPolicies, ToolPolicy,
+    AuditDecision, AuditOutcome, AuditRecord, CallResult, Commit, RunJournal, ThreadStatus,
+    ToolPolicies, ToolPolicy,
 };
 use gatehouse_agent::store::{
     IndexedDbStore, MemoryStore, SCHEMA_VERSION, StoreError, ThreadRecord, Writer,
@@ -64,6 +65,7 @@ fn append(msgs: Vec<Message>) -> Commit {
         run: None,
         policies: ToolPolicies::new(),
         status: ThreadStatus::Idle,
+        audit: Vec::new(),
     }
 }
 
@@ -459,6 +461,69 @@ async fn list_and_delete() {
     cleanup(&name).await;
 }
 
+/// The audit trail (docs/design.md, "The audit trail") is written by the commit it belongs
+/// to — all of it with the record, or none of it — paged like messages, and deleted with the
+/// thread.
+#[wasm_bindgen_test]
+async fn the_audit_trail_is_written_with_its_commit_and_deleted_with_its_thread() {
+    let name = db_name("audit");
+    let s = open(&name).await;
+    let inputs = serde_json::json!({"path": "/a"})
+        .as_object()
+        .unwrap()
+        .clone();
+    let mut records: Vec<AuditRecord> = (1..=3)
+        .map(|seq| {
+            AuditRecord::requested(seq, &format!("c{seq}"), "delete_file", None, &inputs, 10)
+        })
+        .collect();
+    let mut c = append(vec![msg(1, "go")]);
+    c.audit = records.clone();
+    let r = s.commit("t", 0, &c, &w(), 1.0).await.expect("commit");
+    assert_eq!(r.audit_count, 3);
+    // A later commit replaces a record by its seq.
+    records[0].decide(AuditDecision::Rejected, Some("no"), Some("ann"), 20);
+    records[0].end(AuditOutcome::Rejected, 20);
+    let mut c = append(vec![msg(2, "more")]);
+    c.audit = vec![records[0].clone()];
+    s.commit("t", 1, &c, &w(), 2.0).await.expect("commit");
+    let page = s.audit_page("t", None, 10).await.expect("audit page");
+    assert_eq!(seqs(&page), vec![1, 2, 3]);
+    let back: Vec<AuditRecord> = page
+        .iter()
+        .map(|r| serde_json::from_str(&r.json).expect("record json"))
+        .collect();
+    assert_eq!(back, records);
+    assert_eq!(seqs(&s.audit_page("t", Some(3), 1).await.unwrap()), vec![2]);
+    // A stale commit writes no record.
+    let mut stale = append(vec![msg(3, "stale")]);
+    let mut changed = records[1].clone();
+    changed.decided_by = Some("stale".into());
+    stale.audit = vec![changed];
+    assert!(matches!(
+        s.commit("t", 1, &stale, &w(), 3.0).await,
+        Err(StoreError::Conflict { .. })
+    ));
+    let second = &s.audit_page("t", Some(3), 1).await.unwrap()[0];
+    assert_eq!(
+        serde_json::from_str::<AuditRecord>(&second.json).unwrap(),
+        records[1]
+    );
+    // Stored as `{ thread, seq, json }` rows in their own object store.
+    let db = raw(&name).await;
+    let row = raw_get(&db, "audit", row_key("t", 1.0)).await.expect("row");
+    assert_eq!(
+        js_sys::Reflect::get(&row, &JsValue::from_str("thread")).unwrap(),
+        JsValue::from_str("t")
+    );
+    s.delete("t").await.expect("delete");
+    assert!(raw_get(&db, "audit", row_key("t", 1.0)).await.is_none());
+    assert!(s.audit_page("t", None, 10).await.unwrap().is_empty());
+    db.close();
+    drop(s);
+    cleanup(&name).await;
+}
+
 #[wasm_bindgen_test]
 async fn reopening_the_database_keeps_everything() {
     let name = db_name("reload");
@@ -554,13 +619,13 @@ async fn the_stored_shape_is_the_documented_one() {
         .await
         .unwrap();
     let db = raw(&name).await;
-    assert_eq!(db.version(), 1.0);
+    assert_eq!(db.version(), 2.0);
     let record = raw_get(&db, "threads", JsValue::from_str("a"))
         .await
         .unwrap();
     assert_eq!(
         stringify(&record),
-        r#"{"id":"a","schemaVersion":2,"version":1,"createdAt":1,"updatedAt":1,"messageCount":1,"title":"hello","policies":{},"run":null,"pendingApprovals":0,"status":"idle","lease":null}"#
+        r#"{"id":"a","schemaVersion":3,"version":1,"createdAt":1,"updatedAt":1,"messageCount":1,"title":"hello","policies":{},"run":null,"pendingApprovals":0,"status":"idle","lease":null}"#
     );
     let row = raw_get(&db, "messages", row_key("a", 1.0)).await.unwrap();
     let seq = js_sys::Reflect::get(&row, &JsValue::from_str("seq")).unwrap();
@@ -766,9 +831,9 @@ async fn a_database_without_the_gatehouse_stores_is_unavailable() {
 async fn a_database_from_a_later_release_is_unavailable() {
     let name = db_name("newer");
     let newer = Database::open(name.as_str())
-        .with_version(2u32)
+        .with_version(gatehouse_agent::store::indexeddb::DB_VERSION + 1)
         .await
-        .expect("open v2");
+        .expect("open a later version");
     newer.close();
     let e = IndexedDbStore::open(&name).await.unwrap_err();
     assert!(

@@ -923,7 +923,7 @@ fn busy_while_a_run_is_in_progress() {
     );
     assert_eq!(
         h.engine
-            .submit_decisions(&json!({"a": "approve"}), T0)
+            .submit_decisions(&json!({"a": "approve"}), T0, None)
             .unwrap_err()
             .code(),
         "busy"
@@ -988,6 +988,12 @@ fn a_tool_call_message_and_its_first_start_mark_are_one_write() {
     );
 }
 
+fn audit(seq: u64, outcome: Option<AuditOutcome>) -> AuditRecord {
+    let mut a = AuditRecord::requested(seq, "c", "t", None, &serde_json::Map::new(), T0);
+    a.outcome = outcome;
+    a
+}
+
 #[test]
 fn merged_commits_rewrite_the_message_they_follow() {
     use gatehouse_agent::thread::{Message, MessageId};
@@ -997,6 +1003,7 @@ fn merged_commits_rewrite_the_message_they_follow() {
         run: None,
         policies: Default::default(),
         status: ThreadStatus::Interrupted,
+        audit: vec![audit(1, None), audit(2, None)],
     };
     let next = Commit {
         replace_tail: Some(Message::user_text(MessageId::from_number(1), "a, edited")),
@@ -1004,8 +1011,13 @@ fn merged_commits_rewrite_the_message_they_follow() {
         run: Some(RunJournal::new(MessageId::from_number(2))),
         policies: Default::default(),
         status: ThreadStatus::AwaitingToolResults,
+        audit: vec![audit(2, Some(AuditOutcome::Ok)), audit(3, None)],
     };
     let c = base.then(next);
+    // One put per record, the later version of a record replacing the earlier.
+    let seqs: Vec<(u64, Option<AuditOutcome>)> =
+        c.audit.iter().map(|a| (a.seq, a.outcome)).collect();
+    assert_eq!(seqs, [(1, None), (2, Some(AuditOutcome::Ok)), (3, None)]);
     assert!(c.replace_tail.is_none());
     assert_eq!(
         c.append.iter().map(|m| m.text()).collect::<Vec<_>>(),

@@ -21,6 +21,7 @@ fn append(msgs: Vec<Message>) -> Commit {
         run: None,
         policies: ToolPolicies::new(),
         status: ThreadStatus::Idle,
+        audit: Vec::new(),
     }
 }
 

@@ -21,6 +21,7 @@ fn append(n: u64) -> Commit {
         run: None,
         policies: ToolPolicies::new(),
         status: ThreadStatus::Idle,
+        audit: Vec::new(),
     }
 }
 

@@ -89,6 +89,8 @@ pub enum Input {
 pub struct RunOptions {
     pub signal: Option<AbortSignal>,
     pub events: Emitter,
+    /// Who makes the decisions of this run, for the audit trail.
+    pub by: Option<String>,
 }
 
 pub struct OpenOptions {
@@ -363,7 +365,7 @@ pub(crate) async fn run_input(
         let t = now() as u64;
         match input {
             Input::Message(text) => g.engine.user_message(&text, t)?,
-            Input::Decisions(v) => g.engine.submit_decisions(&v, t)?,
+            Input::Decisions(v) => g.engine.submit_decisions(&v, t, opts.by.as_deref())?,
             Input::ToolResults(v) => g.engine.submit_tool_results(&v, t)?,
             Input::Retry => g.engine.retry(t)?,
             Input::SetPolicy(name, p) => g.engine.set_tool_policy(&name, p)?,

@@ -94,6 +94,19 @@ impl Store {
         }
     }
 
+    /// Up to `limit` audit records before `before_seq`, oldest first.
+    pub async fn audit_page(
+        &self,
+        thread: &str,
+        before_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<MessageRow>, StoreError> {
+        match self {
+            Store::Memory(s) => s.audit_page(thread, before_seq, limit),
+            Store::IndexedDb(s) => s.audit_page(thread, before_seq, limit).await,
+        }
+    }
+
     pub async fn list(&self) -> Result<Vec<ThreadRecord>, StoreError> {
         match self {
             Store::Memory(s) => Ok(s.list()),

@@ -7,6 +7,7 @@
 //! step in order. A `Persist` must be durable before the next step is carried out; if it
 //! fails, drop the engine (or [`Engine::reset`] it from the stored state).
 
+use super::audit::{AuditDecision, AuditOutcome, AuditRecord};
 use super::decisions::{Decision, parse_payload};
 use super::error::EngineError;
 use super::model::{ModelOutput, ModelToolCall};
@@ -105,6 +106,8 @@ pub struct Engine {
     steps: u32,
     /// The time of the latest input, for ids made while draining.
     now: u64,
+    /// Audit records that ended since the last `Persist`: written by the next one.
+    ended_audit: Vec<AuditRecord>,
 }
 
 impl Engine {
@@ -122,6 +125,7 @@ impl Engine {
             outbox: VecDeque::new(),
             steps: 0,
             now: 0,
+            ended_audit: Vec::new(),
         }
     }
 
@@ -134,6 +138,7 @@ impl Engine {
         self.state = state;
         self.phase = Phase::Idle;
         self.outbox.clear();
+        self.ended_audit.clear();
     }
 
     pub fn state(&self) -> &ThreadState {
@@ -412,12 +417,18 @@ impl Engine {
             Phase::WaitingTool(id) if id == call_id => {}
             _ => return Err(unexpected("a tool outcome")),
         }
+        let ended = if outcome.is_ok() {
+            AuditOutcome::Ok
+        } else {
+            AuditOutcome::ToolError
+        };
         let result = self.model_result(call_id, tool_result(outcome));
         self.now = now_ms;
         if let Some(run) = &mut self.state.run {
             run.record(call_id, result);
             run.started = None;
         }
+        self.end_audit(call_id, ended, now_ms);
         // Persisted together with the next step's write (the next "started" mark or the
         // result message), so a call costs one write, not two.
         self.phase = Phase::Running;
@@ -433,6 +444,10 @@ impl Engine {
         }
         if let Some(run) = &mut self.state.run {
             run.started = None;
+            if let Some(a) = run.audit_mut(call_id) {
+                a.started_at = None;
+                a.inputs = None;
+            }
         }
         self.phase = Phase::Idle;
         self.persist(None, Vec::new());
@@ -455,7 +470,14 @@ impl Engine {
     }
 
     /// Human decisions (docs/design.md, "Approval semantics"). Partial and revisable until every gated entry is decided.
-    pub fn submit_decisions(&mut self, payload: &Value, now_ms: u64) -> Result<(), EngineError> {
+    ///
+    /// `by` (who decided, as the app names them) goes into the calls' audit records.
+    pub fn submit_decisions(
+        &mut self,
+        payload: &Value,
+        now_ms: u64,
+        by: Option<&str>,
+    ) -> Result<(), EngineError> {
         self.expect_idle()?;
         let Some(tail) = self.tail().filter(|t| t.is_suspended()) else {
             return Err(EngineError::NotSuspended(
@@ -510,6 +532,17 @@ impl Engine {
                 // shows; the tail is what a UI reads.
                 let approved = e.approval_state() == Some(ApprovalState::Approved);
                 journal.decide(&call_id, approved, &e.inputs);
+                if let Some(a) = journal.audit_mut(&call_id) {
+                    let (decision, reason) = match (approved, e.proposed_inputs.is_some()) {
+                        (true, false) => (AuditDecision::Approved, None),
+                        (true, true) => (AuditDecision::Edited, None),
+                        (false, _) => (
+                            AuditDecision::Rejected,
+                            e.approval.as_ref().and_then(|a| a.reject_reason.as_deref()),
+                        ),
+                    };
+                    a.decide(decision, reason, by, now_ms);
+                }
             }
         }
         self.settle(tail, entries, now_ms);
@@ -531,6 +564,9 @@ impl Engine {
                     let reason = e.approval.as_ref().and_then(|a| a.reject_reason.as_deref());
                     run.record(&e.call_id, rejection_text(reason));
                 }
+            }
+            for e in entries.iter().filter(|e| is_rejected(e)) {
+                self.end_audit(&e.call_id, not_run(e), now_ms);
             }
         }
         if let Some(t) = tail.tool_calls_mut() {
@@ -585,6 +621,9 @@ impl Engine {
             }
             run.decide(&e.call_id, false, &e.inputs);
             run.record(&e.call_id, EXPIRED_TEXT.to_owned());
+            if let Some(a) = run.audit_mut(&e.call_id) {
+                a.decide(AuditDecision::Expired, None, None, now_ms);
+            }
         }
         self.settle(tail, entries, now_ms);
         Ok(true)
@@ -686,6 +725,20 @@ impl Engine {
                 run.record(id, result);
             }
         }
+        let inputs: Vec<(String, Map<String, Value>)> = self
+            .tail_calls()
+            .iter()
+            .filter(|e| map.contains_key(&e.call_id))
+            .map(|e| (e.call_id.clone(), e.inputs.clone()))
+            .collect();
+        for (id, inputs) in inputs {
+            // An external call "runs" when the app hands in its result.
+            if let Some(a) = self.state.run.as_mut().and_then(|r| r.audit_mut(&id)) {
+                a.inputs = Some(inputs);
+                a.started_at = Some(now_ms);
+            }
+            self.end_audit(&id, AuditOutcome::Ok, now_ms);
+        }
         if waiting.len() > map.len() {
             self.persist(None, Vec::new());
             self.finish(Outcome::AwaitingToolResults);
@@ -754,6 +807,21 @@ impl Engine {
             e.approval = Some(Approval::pending(Some(reason.to_owned())));
             run.gate(&e.call_id);
             run.forget_decision(&e.call_id);
+            // Its record ends here; the new request gets a record of its own.
+            if let Some(mut ended) = run.take_audit(&e.call_id) {
+                ended.end(AuditOutcome::Regated, now_ms);
+                self.ended_audit.push(ended);
+            }
+            self.state.audit_count += 1;
+            let proposed = e.proposed_inputs.as_ref().unwrap_or(&e.inputs);
+            run.audit.push(AuditRecord::requested(
+                self.state.audit_count,
+                &e.call_id,
+                &e.name,
+                Some(reason),
+                proposed,
+                now_ms,
+            ));
             // It waits for a human again, for as long as a new call would.
             let at = self
                 .tools
@@ -800,11 +868,22 @@ impl Engine {
             a.state = ApprovalState::Approved;
         }
         run.decide(call_id, true, &e.inputs);
+        let ended = if outcome.is_ok() {
+            AuditOutcome::Ok
+        } else {
+            AuditOutcome::ToolError
+        };
         let result = match &e.proposed_inputs {
             Some(proposed) => edited_result(proposed, &e.inputs, &tool_result(outcome)),
             None => tool_result(outcome),
         };
         run.record(call_id, result);
+        // The re-gated request's record ends with the outcome of the attempt that did run,
+        // undecided: nobody approved it again.
+        if let Some(a) = run.audit_mut(call_id) {
+            a.inputs = Some(e.inputs.clone());
+        }
+        self.end_audit(call_id, ended, now_ms);
         self.now = now_ms;
         self.replace_tail(tail);
         Ok(true)
@@ -884,13 +963,24 @@ impl Engine {
 
     fn persist(&mut self, replace_tail: Option<Message>, append: Vec<Message>) {
         let status = self.status();
+        let mut audit = std::mem::take(&mut self.ended_audit);
+        audit.extend(self.state.run.iter().flat_map(|r| r.audit.iter().cloned()));
         self.outbox.push_back(Step::Persist(Commit {
             replace_tail,
             append,
             run: self.state.run.clone(),
             policies: self.state.policies.clone(),
             status,
+            audit,
         }));
+    }
+
+    /// Ends a call's open audit record, if it has one: written by the next `Persist`.
+    fn end_audit(&mut self, call_id: &str, outcome: AuditOutcome, now_ms: u64) {
+        if let Some(mut a) = self.state.run.as_mut().and_then(|r| r.take_audit(call_id)) {
+            a.end(outcome, now_ms);
+            self.ended_audit.push(a);
+        }
     }
 
     fn append(&mut self, msg: Message) {
@@ -996,9 +1086,18 @@ impl Engine {
                     gated = true;
                 }
             }
-            if entry.approval.is_some() {
+            if let Some(a) = &entry.approval {
                 run.gate(&entry.call_id);
                 run.set_deadline(&entry.call_id, self.deadline(&entry.name, now_ms));
+                self.state.audit_count += 1;
+                run.audit.push(AuditRecord::requested(
+                    self.state.audit_count,
+                    &entry.call_id,
+                    &entry.name,
+                    a.reason.as_deref(),
+                    &entry.inputs,
+                    now_ms,
+                ));
             }
         }
         let mut msg = Message::tool_call(id, &text, entries);
@@ -1047,28 +1146,34 @@ impl Engine {
         };
         let mut awaiting_external = false;
         let mut next = None;
+        let mut ended = Vec::new();
         for e in tail.tool_calls().unwrap_or(&[]) {
             if run.has_result(&e.call_id) {
                 continue;
             }
             if e.approval_state() == Some(ApprovalState::Expired) {
                 run.record(&e.call_id, EXPIRED_TEXT.to_owned());
+                ended.push((e.call_id.clone(), AuditOutcome::Expired));
                 continue;
             }
             if is_rejected(e) {
                 let reason = e.approval.as_ref().and_then(|a| a.reject_reason.as_deref());
                 run.record(&e.call_id, rejection_text(reason));
+                ended.push((e.call_id.clone(), AuditOutcome::Rejected));
                 continue;
             }
             match self.tools.get(&e.name) {
-                None => run.record(
-                    &e.call_id,
-                    error_result(
-                        code::UNKNOWN_TOOL,
-                        &format!("The tool \"{}\" is no longer available.", e.name),
-                        &[],
-                    ),
-                ),
+                None => {
+                    run.record(
+                        &e.call_id,
+                        error_result(
+                            code::UNKNOWN_TOOL,
+                            &format!("The tool \"{}\" is no longer available.", e.name),
+                            &[],
+                        ),
+                    );
+                    ended.push((e.call_id.clone(), AuditOutcome::ToolError));
+                }
                 Some(t) if t.external => awaiting_external = true,
                 Some(_) => {
                     next = Some(ToolInvocation {
@@ -1078,6 +1183,19 @@ impl Engine {
                     });
                     break;
                 }
+            }
+        }
+        let now = self.now;
+        if let Some(inv) = &next {
+            if let Some(a) = run.audit_mut(&inv.call_id) {
+                a.started_at = Some(now);
+                a.inputs = Some(inv.inputs.clone());
+            }
+        }
+        for (call_id, outcome) in ended {
+            if let Some(mut a) = run.take_audit(&call_id) {
+                a.end(outcome, now);
+                self.ended_audit.push(a);
             }
         }
         if let Some(inv) = next {
@@ -1107,6 +1225,15 @@ impl Engine {
         self.state.run = None;
         self.append(msg);
         self.phase = Phase::NeedModel;
+    }
+}
+
+/// How the audit record of a call decided not to run ends.
+fn not_run(e: &ToolEntry) -> AuditOutcome {
+    if e.approval_state() == Some(ApprovalState::Expired) {
+        AuditOutcome::Expired
+    } else {
+        AuditOutcome::Rejected
     }
 }
 

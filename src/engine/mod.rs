@@ -1,6 +1,7 @@
 //! The sans-IO agent state machine: gating, suspension, decisions, tool runs, and what must be
 //! written when (see [`Engine`] for the drain rule).
 
+mod audit;
 mod decisions;
 mod error;
 mod machine;
@@ -11,6 +12,7 @@ pub mod results;
 mod state;
 mod tools;
 
+pub use audit::{AuditDecision, AuditOutcome, AuditRecord};
 pub use decisions::{AllowedDecisions, Decision, DecisionKind, parse_payload};
 pub use error::EngineError;
 pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};

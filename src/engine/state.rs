@@ -1,6 +1,7 @@
 //! What the engine knows of a thread (its tail, its policies, the journal of a run in
 //! progress) and what it asks the store to write.
 
+use super::audit::AuditRecord;
 use super::tools::ToolPolicies;
 use crate::thread::{Message, MessageId};
 use serde::{Deserialize, Serialize};
@@ -55,6 +56,10 @@ pub struct RunJournal {
     /// Absent when no call has one, so threads without timeouts store what they always did.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deadlines: Vec<CallDeadline>,
+    /// The audit records of gated calls that have not ended yet (docs/design.md, "The audit
+    /// trail"). Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audit: Vec<AuditRecord>,
 }
 
 /// When a gated call expires (docs/design.md, "Approval expiry"): `at`, in ms since the epoch,
@@ -76,7 +81,19 @@ impl RunJournal {
             gated: Vec::new(),
             decisions: Vec::new(),
             deadlines: Vec::new(),
+            audit: Vec::new(),
         }
+    }
+
+    /// The open audit record of a call, if it has one.
+    pub fn audit_mut(&mut self, call_id: &str) -> Option<&mut AuditRecord> {
+        self.audit.iter_mut().find(|a| a.call_id == call_id)
+    }
+
+    /// Removes and returns a call's open audit record (it has ended).
+    pub fn take_audit(&mut self, call_id: &str) -> Option<AuditRecord> {
+        let i = self.audit.iter().position(|a| a.call_id == call_id)?;
+        Some(self.audit.remove(i))
     }
 
     /// Sets (or with `None` clears) a call's approval deadline.
@@ -168,6 +185,8 @@ pub struct ThreadState {
     pub tail: Option<Message>,
     pub policies: ToolPolicies,
     pub run: Option<RunJournal>,
+    /// How many audit records the thread has: the next gated call's record is `seq + 1`.
+    pub audit_count: u64,
 }
 
 /// One atomic write: the store applies all of it, with the thread record, or none of it.
@@ -185,6 +204,9 @@ pub struct Commit {
     /// knows which tools are external). Stored in the record, so a thread list can tell an
     /// unanswered message from an answered one without reading messages.
     pub status: ThreadStatus,
+    /// Audit records to store (put by `seq`, so a later version of a record replaces an
+    /// earlier one): every open record of the journal, and those that ended in this step.
+    pub audit: Vec<AuditRecord>,
 }
 
 impl Commit {
@@ -201,6 +223,9 @@ impl Commit {
         self.run = next.run;
         self.policies = next.policies;
         self.status = next.status;
+        self.audit
+            .retain(|a| next.audit.iter().all(|b| b.seq != a.seq));
+        self.audit.extend(next.audit);
         self
     }
 }

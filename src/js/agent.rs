@@ -147,7 +147,8 @@ impl Agent {
                     "handle(body): body must have `message` (a non-empty string), `decisions` or `toolResults`",
                 ));
             };
-            let opts = options::run_options(options).map_err(err)?;
+            let mut opts = options::run_options(options).map_err(err)?;
+            opts.by = body.by.or(opts.by);
             match driver::run(&s, input, &opts).await {
                 Ok(o) => Ok(state(&s, o)),
                 Err(e) if e.code() == "conflict" => Ok(to_js(&HandleConflict::Conflict {
@@ -200,28 +201,17 @@ impl Agent {
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "MessagesOptions")] options: JsValue,
     ) -> Promise {
-        let (store, thread) = {
-            let g = self.s.borrow();
-            (g.store.clone(), g.thread_id.clone())
-        };
-        promise(async move {
-            let p: Option<MessagesParams> =
-                from_js(options).map_err(|e| invalid_config(format!("messages(options): {e}")))?;
-            let p = p.unwrap_or_default();
-            let limit = p
-                .limit
-                .map_or(u32::MAX, |n| n.clamp(0.0, u32::MAX as f64) as u32);
-            let before = p.before_index.map(|i| i.max(0.0) as u64 + 1);
-            let rows = store
-                .page(&thread, before, limit)
-                .await
-                .map_err(|e| err(e.into()))?;
-            parse_json(&crate::store::page::json_array(&rows)).ok_or_else(|| {
-                err(AgentError::Store(StoreError::Corrupt(
-                    "a stored message is not JSON".into(),
-                )))
-            })
-        })
+        self.rows(options, "messages", false)
+    }
+
+    /// The thread's audit trail: one record per gated call, oldest first; paged like
+    /// `messages()`. Read from the store, so it includes what other tabs decided.
+    #[wasm_bindgen(unchecked_return_type = "Promise<AuditRecord[]>")]
+    pub fn audit(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "MessagesOptions")] options: JsValue,
+    ) -> Promise {
+        self.rows(options, "audit", true)
     }
 
     /// Sets this thread's policy for one tool: `{ enabled?, autoApprove? }`; `null` resets a
@@ -320,6 +310,34 @@ impl Agent {
 }
 
 impl Agent {
+    /// A page of stored rows (messages, or audit records with `audit`) as one JSON array.
+    fn rows(&self, options: JsValue, method: &'static str, audit: bool) -> Promise {
+        let (store, thread) = {
+            let g = self.s.borrow();
+            (g.store.clone(), g.thread_id.clone())
+        };
+        promise(async move {
+            let p: Option<MessagesParams> =
+                from_js(options).map_err(|e| invalid_config(format!("{method}(options): {e}")))?;
+            let p = p.unwrap_or_default();
+            let limit = p
+                .limit
+                .map_or(u32::MAX, |n| n.clamp(0.0, u32::MAX as f64) as u32);
+            let before = p.before_index.map(|i| i.max(0.0) as u64 + 1);
+            let rows = if audit {
+                store.audit_page(&thread, before, limit).await
+            } else {
+                store.page(&thread, before, limit).await
+            };
+            let rows = rows.map_err(|e| err(e.into()))?;
+            parse_json(&crate::store::page::json_array(&rows)).ok_or_else(|| {
+                err(AgentError::Store(StoreError::Corrupt(format!(
+                    "a stored row of {method}() is not JSON"
+                ))))
+            })
+        })
+    }
+
     /// A run of `input` (or its error) with the caller's run options.
     fn run(&self, input: Result<Input, JsValue>, options: JsValue) -> Promise {
         let s = self.s.clone();

@@ -100,13 +100,14 @@ pub struct Storage {
 #[derive(Deserialize, Default)]
 #[serde(
     rename_all = "camelCase",
-    expecting = "run options { signal, onEvent }"
+    expecting = "run options { signal, onEvent, by }"
 )]
 struct RunParams {
     #[serde(default, deserialize_with = "js_object")]
     signal: Option<AbortSignal>,
     #[serde(default, deserialize_with = "js_object")]
     on_event: Option<Function>,
+    by: Option<String>,
 }
 
 fn bad(m: impl Into<String>) -> AgentError {
@@ -270,6 +271,7 @@ pub fn run_options(v: JsValue) -> Result<RunOptions, AgentError> {
     Ok(RunOptions {
         signal: p.signal,
         events: Emitter::new(p.on_event),
+        by: p.by,
     })
 }
 
@@ -285,6 +287,8 @@ pub struct HandleParams {
     pub decisions: Option<JsValue>,
     #[serde(default, deserialize_with = "js_object")]
     pub tool_results: Option<JsValue>,
+    /// Who decides (with `decisions`), for the audit trail.
+    pub by: Option<String>,
 }
 
 /// `messages({ limit, beforeIndex })`.

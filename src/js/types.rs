@@ -79,7 +79,7 @@ export interface ConflictState { status: "conflict"; error: string; }
 export type ThreadStatus =
   | "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "running";
 export type HandleBody =
-  | { message: string } | { decisions: Decisions } | { toolResults: Record<string, unknown> };
+  | { message: string } | { decisions: Decisions; by?: string } | { toolResults: Record<string, unknown> };
 
 export interface ToolContext { callId: string; threadId: string; signal?: AbortSignal; }
 
@@ -163,7 +163,38 @@ export type AgentEvent =
   | { type: "retry"; attempt: number; delayMs: number; error: { code: string; message: string } }
   | { type: "completed" | "awaiting_approval" | "awaiting_tool_results"; message: Message | null };
 
-export interface RunOptions { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void; }
+export interface RunOptions {
+  signal?: AbortSignal; onEvent?: (event: AgentEvent) => void;
+  /** Who makes the decisions of this call (`submitDecisions`), e.g. the app's user id: kept
+   *  in the audit trail as `decidedBy`. */
+  by?: string;
+}
+/** One gated call in the audit trail (`agent.audit()`). Times are ms since the epoch; what has
+ *  not happened yet is `null`. A call re-gated after its execution was cut off ends its record
+ *  with `outcome: "regated"`, and the new request gets the next one. */
+export interface AuditRecord {
+  /** Its place in the thread's trail, from 1. */
+  seq: number;
+  callId: string;
+  tool: string;
+  /** Why a human was asked (the entry's `approvalReason` then). */
+  reason: string | null;
+  /** The inputs the model proposed. */
+  proposedInputs: Record<string, unknown>;
+  requestedAt: number;
+  /** `"edited"`: approved with inputs a human changed. */
+  decision: "approved" | "edited" | "rejected" | "expired" | null;
+  rejectReason: string | null;
+  decidedAt: number | null;
+  /** The `by` passed with the decisions. */
+  decidedBy: string | null;
+  /** The inputs it ran with; `null` if it did not run. */
+  inputs: Record<string, unknown> | null;
+  startedAt: number | null;
+  endedAt: number | null;
+  /** `null` while the call has not ended. */
+  outcome: "ok" | "tool_error" | "rejected" | "expired" | "regated" | null;
+}
 export interface MessagesOptions { limit?: number; beforeIndex?: number; }
 export interface ToolPolicy { enabled: boolean; autoApprove: boolean; }
 export interface ToolPolicyUpdate { enabled?: boolean | null; autoApprove?: boolean | null; }

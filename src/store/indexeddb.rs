@@ -8,10 +8,12 @@
 //!   for the fields this version knows.
 //! - `messages`, keyPath `["thread", "seq"]`: `{ thread: string, seq: number, json: string }`,
 //!   the message JSON kept as text (exact key order, one `JSON.parse` to read).
+//! - `audit` (database version 2), keyPath `["thread", "seq"]`: the thread's audit records in
+//!   the same row shape, numbered 1..=`auditCount`.
 //!
 //! Every method is one transaction. `load` reads the record and the row at
 //! `[thread, messageCount]` (two gets, whatever the thread's length); `commit` reads, plans
-//! and writes in one `readwrite` transaction over both stores, which IndexedDB runs one at a
+//! and writes in one `readwrite` transaction over all three stores, which IndexedDB runs one at a
 //! time, so two tabs committing from the same version cannot both win; `page` reads one
 //! bounded key range. Nothing else is awaited while a transaction is open (it would commit
 //! itself when idle), and a write is kept only by an explicit commit: a transaction dropped
@@ -40,10 +42,12 @@ use wasm_bindgen::JsValue;
 
 /// The IndexedDB version of the schema above. A later version adds its upgrade step in
 /// `connection::connect`.
-pub const DB_VERSION: u32 = 1;
+pub const DB_VERSION: u32 = 2;
 const THREADS: &str = "threads";
 const MESSAGES: &str = "messages";
+const AUDIT: &str = "audit";
 const BOTH: &[&str] = &[THREADS, MESSAGES];
+const ALL: &[&str] = &[THREADS, MESSAGES, AUDIT];
 const RECORDS: &[&str] = &[THREADS];
 
 /// A connection to one Gatehouse database. Handles on the same database (in this page or in
@@ -113,7 +117,7 @@ impl IndexedDbStore {
         now_ms: f64,
     ) -> Result<ThreadRecord, StoreError> {
         let db = self.db().await?;
-        let tx = begin(&db, BOTH, TransactionMode::Readwrite)?;
+        let tx = begin(&db, ALL, TransactionMode::Readwrite)?;
         let current = get_record(&tx, thread_id)
             .await?
             .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms));
@@ -151,6 +155,12 @@ impl IndexedDbStore {
             let rows = RowWriter::new(thread_id);
             for row in &plan.rows {
                 drop(messages.put(rows.value(row)?).primitive().map_err(idb)?);
+            }
+            if !plan.audit.is_empty() {
+                let audit = tx.object_store(AUDIT).map_err(idb)?;
+                for row in &plan.audit {
+                    drop(audit.put(rows.value(row)?).primitive().map_err(idb)?);
+                }
             }
             put(&tx, THREADS, record_to_js(&plan.record)?)?;
         }
@@ -201,12 +211,38 @@ impl IndexedDbStore {
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
+        self.rows(MESSAGES, thread_id, before_seq, limit).await
+    }
+
+    /// Up to `limit` audit records before `before_seq` (exclusive; `None` = from the last),
+    /// oldest first, like [`IndexedDbStore::page`].
+    pub async fn audit_page(
+        &self,
+        thread_id: &str,
+        before_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<MessageRow>, StoreError> {
+        self.rows(AUDIT, thread_id, before_seq, limit).await
+    }
+
+    /// Rows of `store` (numbered 1..=the record's count of them) before `before_seq`.
+    async fn rows(
+        &self,
+        store: &str,
+        thread_id: &str,
+        before_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<MessageRow>, StoreError> {
         let db = self.db().await?;
-        let tx = begin(&db, BOTH, TransactionMode::Readonly)?;
+        let tx = begin(&db, &[THREADS, store], TransactionMode::Readonly)?;
         let Some(record) = get_record(&tx, thread_id).await? else {
             return Ok(Vec::new());
         };
-        let count = record.message_count;
+        let count = if store == AUDIT {
+            record.audit_count
+        } else {
+            record.message_count
+        };
         let end = before_seq.map_or(count, |s| s.saturating_sub(1).min(count));
         let start = end.saturating_sub(u64::from(limit)); // rows start+1 ..= end
         if end == start {
@@ -220,7 +256,7 @@ impl IndexedDbStore {
             false,
         );
         let values = tx
-            .object_store(MESSAGES)
+            .object_store(store)
             .map_err(idb)?
             .get_all::<JsValue>()
             .with_query::<JsValue, _>(range)
@@ -266,18 +302,21 @@ impl IndexedDbStore {
             .collect())
     }
 
-    /// Deletes a thread: its record and all its messages, in one transaction.
+    /// Deletes a thread: its record, all its messages and its audit trail, in one
+    /// transaction.
     pub async fn delete(&self, thread_id: &str) -> Result<(), StoreError> {
         let db = self.db().await?;
-        let tx = begin(&db, BOTH, TransactionMode::Readwrite)?;
+        let tx = begin(&db, ALL, TransactionMode::Readwrite)?;
         delete(&tx, THREADS, KeyRange::Only(JsValue::from_str(thread_id)))?;
-        let rows = KeyRange::Bound(
-            row_key(thread_id, f64::NEG_INFINITY),
-            false,
-            row_key(thread_id, f64::INFINITY),
-            false,
-        );
-        delete(&tx, MESSAGES, rows)?;
+        for store in [MESSAGES, AUDIT] {
+            let rows = KeyRange::Bound(
+                row_key(thread_id, f64::NEG_INFINITY),
+                false,
+                row_key(thread_id, f64::INFINITY),
+                false,
+            );
+            delete(&tx, store, rows)?;
+        }
         finish(tx).await
     }
 

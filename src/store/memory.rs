@@ -12,6 +12,8 @@ use std::rc::Rc;
 struct Thread {
     record: Option<ThreadRecord>,
     rows: Vec<MessageRow>,
+    /// Audit records, `seq` 1 first.
+    audit: Vec<MessageRow>,
 }
 
 /// Threads by id, in id order (`list` returns them so). Plain vectors rather than a
@@ -116,14 +118,8 @@ impl MemoryStore {
             row_after_tail: t.rows.len() as u64 > current.message_count,
         };
         let plan = plan_commit(stored, expected_version, commit, writer, now_ms)?;
-        for row in plan.rows {
-            let i = (row.seq - 1) as usize;
-            if i < t.rows.len() {
-                t.rows[i] = row;
-            } else {
-                t.rows.push(row);
-            }
-        }
+        put_rows(&mut t.rows, plan.rows);
+        put_rows(&mut t.audit, plan.audit);
         t.record = Some(plan.record.clone());
         Ok(plan.record)
     }
@@ -163,16 +159,36 @@ impl MemoryStore {
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
+        self.rows(thread_id, |t| &t.rows, before_seq, limit)
+    }
+
+    /// Up to `limit` audit records before `before_seq`, like [`MemoryStore::page`].
+    pub fn audit_page(
+        &self,
+        thread_id: &str,
+        before_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<MessageRow>, StoreError> {
+        self.rows(thread_id, |t| &t.audit, before_seq, limit)
+    }
+
+    fn rows(
+        &self,
+        thread_id: &str,
+        rows: fn(&Thread) -> &Vec<MessageRow>,
+        before_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<MessageRow>, StoreError> {
         let db = self.db.borrow();
         let Ok(i) = find(&db, thread_id) else {
             return Ok(Vec::new());
         };
-        let t = &db[i].1;
-        let end = before_seq.map_or(t.rows.len(), |s| {
-            (s.saturating_sub(1) as usize).min(t.rows.len())
+        let rows = rows(&db[i].1);
+        let end = before_seq.map_or(rows.len(), |s| {
+            (s.saturating_sub(1) as usize).min(rows.len())
         });
         let start = end.saturating_sub(limit as usize);
-        Ok(t.rows[start..end].to_vec())
+        Ok(rows[start..end].to_vec())
     }
 
     pub fn list(&self) -> Vec<ThreadRecord> {
@@ -187,6 +203,19 @@ impl MemoryStore {
         let mut db = self.db.borrow_mut();
         if let Ok(i) = find(&db, thread_id) {
             db.remove(i);
+        }
+    }
+}
+
+/// Puts rows numbered from 1 in place: a row replaces the one with its `seq`, or follows the
+/// last.
+fn put_rows(stored: &mut Vec<MessageRow>, rows: Vec<MessageRow>) {
+    for row in rows {
+        let i = (row.seq - 1) as usize;
+        if i < stored.len() {
+            stored[i] = row;
+        } else {
+            stored.push(row);
         }
     }
 }

@@ -14,7 +14,9 @@ use std::fmt;
 /// lease, a journal) that this release would drop or ignore.
 ///
 /// 2: the run lease (`lease`) and the decision journal (`run.gated`, `run.decisions`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: approval deadlines (`run.deadlines`) and the audit trail (`auditCount`, `run.audit`, the
+/// `audit` rows).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Fields a record of an older format lacks take their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,6 +48,14 @@ pub struct ThreadRecord {
     pub status: Option<String>,
     /// The agent running this thread now, if any (docs/design.md, "Run ownership").
     pub lease: Option<Lease>,
+    /// Audit records are numbered 1..=audit_count (docs/design.md, "The audit trail").
+    /// Absent while the thread has none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub audit_count: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ThreadRecord {
@@ -64,6 +74,7 @@ impl ThreadRecord {
             pending_approvals: 0,
             status: None,
             lease: None,
+            audit_count: 0,
         }
     }
 
@@ -97,12 +108,13 @@ impl Snapshot {
             tail: self.tail.clone(),
             policies: self.record.policies.clone(),
             run: self.record.run.clone(),
+            audit_count: self.record.audit_count,
         }
     }
 }
 
-/// One message row: the message JSON as text, so its key order is kept exactly and reading
-/// it back is one `JSON.parse`.
+/// One stored row: a message (or an audit record) as JSON text, so its key order is kept
+/// exactly and reading it back is one `JSON.parse`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageRow {
     pub seq: u64,
@@ -121,6 +133,8 @@ impl MessageRow {
 pub struct CommitPlan {
     pub record: ThreadRecord,
     pub rows: Vec<MessageRow>,
+    /// Audit records to put, by `seq`.
+    pub audit: Vec<MessageRow>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,5 +295,17 @@ pub fn plan_commit(
     record.policies = commit.policies.clone();
     record.run = commit.run.clone();
     record.lease = writer.lease.clone();
-    Ok(CommitPlan { record, rows })
+    let mut audit = Vec::with_capacity(commit.audit.len());
+    for a in &commit.audit {
+        record.audit_count = record.audit_count.max(a.seq);
+        audit.push(MessageRow {
+            seq: a.seq,
+            json: serde_json::to_string(a).map_err(|e| StoreError::Other(e.to_string()))?,
+        });
+    }
+    Ok(CommitPlan {
+        record,
+        rows,
+        audit,
+    })
 }

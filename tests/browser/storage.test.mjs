@@ -246,7 +246,7 @@ test('listThreads, deleteThread and paging with messages({ limit, beforeIndex })
   assert.deepEqual(r.reopened, { count: 0, status: 'idle', last: null });
 });
 
-test('stored schema: database version 1, stores and key paths, rows { thread, seq, json }, camelCase record', T, async (t) => {
+test('stored schema: database version 2, stores and key paths, rows { thread, seq, json }, camelCase record', T, async (t) => {
   const { page } = await h.open(t);
   const sc = await h.scenario([{ text: 'stored' }]);
   const r = await run(page, async ({ model, db }) => {
@@ -255,15 +255,17 @@ test('stored schema: database version 1, stores and key paths, rows { thread, se
     return { dump: await window.gh.dumpDb(db), messages: await agent.messages() };
   }, { model: sc.openai(), db: uid('db') });
   const { dump } = r;
-  assert.equal(dump.version, 1);
-  assert.deepEqual(Object.keys(dump.stores).sort(), ['messages', 'threads']);
+  assert.equal(dump.version, 2);
+  assert.deepEqual(Object.keys(dump.stores).sort(), ['audit', 'messages', 'threads']);
   assert.equal(dump.stores.threads.keyPath, 'id');
+  assert.deepEqual(dump.stores.audit.keyPath, ['thread', 'seq']);
+  assert.deepEqual(dump.stores.audit.rows, [], 'a thread without gated calls has no trail');
   assert.deepEqual(dump.stores.messages.keyPath, ['thread', 'seq']);
   assert.deepEqual(dump.stores.messages.rows.map((x) => Object.keys(x)), [['thread', 'seq', 'json'], ['thread', 'seq', 'json']]);
   assert.deepEqual(dump.stores.messages.rows.map((x) => JSON.parse(x.json)), r.messages);
   const rec = dump.stores.threads.rows[0];
   assert.deepEqual(Object.keys(rec).sort(), ['createdAt', 'id', 'lease', 'messageCount', 'pendingApprovals', 'policies', 'run', 'schemaVersion', 'status', 'title', 'updatedAt', 'version'].sort());
-  assert.equal(rec.schemaVersion, 2);
+  assert.equal(rec.schemaVersion, 3);
   assert.equal(rec.lease, null, 'the last write of a run ends its lease');
   assert.equal(rec.messageCount, 2);
   assert.equal(rec.pendingApprovals, 0);

@@ -201,6 +201,13 @@ async fn reads_and_writes(tag: &str, text: &str) -> (String, IndexedDbStore, Dum
         s.load("t-done", 0.0).await.expect("load").tail,
         Some(msg(1, "one more"))
     );
+    // The upgrade added the audit trail's store: an old thread has an empty trail.
+    assert!(
+        s.audit_page("t-done", None, 10)
+            .await
+            .expect("audit")
+            .is_empty()
+    );
     (name, s, dump)
 }
 

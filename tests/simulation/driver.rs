@@ -325,7 +325,7 @@ impl Sim {
                 let a = self.agent(t);
                 let r: Result<(), EngineError> = match &input {
                     Input::Chat(text) => a.engine.user_message(text, wall),
-                    Input::Decide(v) => a.engine.submit_decisions(v, wall),
+                    Input::Decide(v) => a.engine.submit_decisions(v, wall, None),
                     Input::Retry => a.engine.retry(wall),
                     Input::Recover => {
                         a.engine.recover(wall);

@@ -18,6 +18,8 @@ pub struct Stored {
     pub writes: usize,
     /// The status the last commit carried (what `Agent.listThreads` reports).
     pub status: Option<ThreadStatus>,
+    /// The audit trail as the store keeps it: put by `seq`.
+    pub audit: Vec<AuditRecord>,
 }
 
 impl Stored {
@@ -26,6 +28,7 @@ impl Stored {
             tail: self.messages.last().cloned(),
             policies: self.policies.clone(),
             run: self.run.clone(),
+            audit_count: self.audit.len() as u64,
         }
     }
 
@@ -39,6 +42,19 @@ impl Stored {
         self.run = c.run;
         self.policies = c.policies;
         self.status = Some(c.status);
+        for a in c.audit {
+            match self.audit.iter_mut().find(|b| b.seq == a.seq) {
+                Some(b) => *b = a,
+                None => {
+                    assert_eq!(
+                        a.seq,
+                        self.audit.len() as u64 + 1,
+                        "audit seqs follow each other"
+                    );
+                    self.audit.push(a);
+                }
+            }
+        }
         self.writes += 1;
     }
 }
@@ -171,8 +187,17 @@ impl Harness {
     }
 
     pub fn decide(&mut self, payload: Value) -> Result<Option<Outcome>, EngineError> {
+        self.decide_by(payload, None)
+    }
+
+    /// Decisions made by `by` (the audit trail's `decidedBy`).
+    pub fn decide_by(
+        &mut self,
+        payload: Value,
+        by: Option<&str>,
+    ) -> Result<Option<Outcome>, EngineError> {
         let now = self.tick();
-        self.engine.submit_decisions(&payload, now)?;
+        self.engine.submit_decisions(&payload, now, by)?;
         Ok(self.drive())
     }
 

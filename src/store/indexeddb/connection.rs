@@ -3,7 +3,7 @@
 //! version change, and closing on `versionchange` so this connection never blocks one.
 
 use super::values::open_error;
-use super::{DB_VERSION, MESSAGES, THREADS};
+use super::{AUDIT, DB_VERSION, MESSAGES, THREADS};
 use crate::store::record::StoreError;
 use indexed_db_futures::KeyPath;
 use indexed_db_futures::database::Database;
@@ -74,13 +74,21 @@ pub(super) async fn connect(name: &str) -> Result<Connection, StoreError> {
                     .with_key_path(KeyPath::from(["thread", "seq"]))
                     .build()?;
             }
+            if event.old_version() < 2.0 {
+                db.create_object_store(AUDIT)
+                    .with_key_path(KeyPath::from(["thread", "seq"]))
+                    .build()?;
+            }
             Ok(())
         })
         .build()
         .map_err(open_error)?;
     let db = within_open_timeout(name, request).await?;
     let names = db.as_sys().object_store_names();
-    if let Some(missing) = [THREADS, MESSAGES].into_iter().find(|s| !names.contains(s)) {
+    if let Some(missing) = [THREADS, MESSAGES, AUDIT]
+        .into_iter()
+        .find(|s| !names.contains(s))
+    {
         db.close();
         return Err(StoreError::Unavailable(format!(
             "database {name:?} (version {DB_VERSION}) is not a Gatehouse database: \
