@@ -109,6 +109,7 @@ export class Agent {
   retry(...a) { return this.#run("retry", a); }
   handle(...a) { return this.#run("handle", a); }
   messages(...a) { return this.#run("messages", a); }
+  audit(...a) { return this.#run("audit", a); }
   setToolPolicy(...a) { return this.#run("setToolPolicy", a); }
   refresh(...a) { return this.#run("refresh", a); }
   pendingTools() { return this.#live("pendingTools").pendingTools(); }

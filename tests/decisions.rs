@@ -532,3 +532,36 @@ fn an_allowed_decision_is_checked_before_the_edits_schema() {
     let e = refused(&mut h, json!({"d1": ["edit", {"path": 5}]}));
     assert!(e.to_string().contains("not an allowed decision"), "{e}");
 }
+
+/// A tool's static `approvalReason` is the entry's `approvalReason` when nothing more specific
+/// gives one: `requireApproval: true`, or a policy that answers `true`. A policy's own string
+/// wins.
+#[test]
+fn a_static_approval_reason_explains_a_gate_that_has_none() {
+    let mut tools = standard_tools();
+    tools[0].approval_reason = Some("Deleting cannot be undone".into());
+    tools[1].approval_reason = Some("Emails leave the company".into());
+    let mut h = Harness::new(tools);
+    h.policy_fn = Box::new(|q| {
+        if q.inputs["to"] == "ceo@example.com" {
+            PolicyVerdict::Require(Some("Writing to the CEO".into()))
+        } else {
+            PolicyVerdict::Require(None)
+        }
+    });
+    h.script([calls(vec![
+        call("d", "delete_file", json!({"path": "/a"})),
+        call("e1", "send_email", json!({"to": "team@example.com"})),
+        call("e2", "send_email", json!({"to": "ceo@example.com"})),
+    ])]);
+    assert_eq!(h.chat("go").unwrap(), Some(Outcome::AwaitingApproval));
+    let reason = |id: &str| {
+        h.tail_entry(id)
+            .approval
+            .as_ref()
+            .and_then(|a| a.reason.clone())
+    };
+    assert_eq!(reason("d").as_deref(), Some("Deleting cannot be undone"));
+    assert_eq!(reason("e1").as_deref(), Some("Emails leave the company"));
+    assert_eq!(reason("e2").as_deref(), Some("Writing to the CEO"));
+}

@@ -1073,16 +1073,18 @@ impl Engine {
         let mut run = RunJournal::new(id.clone());
         let mut gated = false;
         for (entry, gate) in entries.iter_mut().zip(gates) {
+            // The policy's own string wins; else the tool's static `approvalReason`.
+            let fallback = || self.tools.get(&entry.name)?.approval_reason.clone();
             match gate {
                 Gate::Refuse(result) => run.record(&entry.call_id, result),
                 Gate::Run => {}
                 Gate::Approval(reason) => {
-                    entry.approval = Some(Approval::pending(reason));
+                    entry.approval = Some(Approval::pending(reason.or_else(fallback)));
                     gated = true;
                 }
                 // Resolved by `policy_verdicts` before we get here; fail closed regardless.
                 Gate::AskPolicy => {
-                    entry.approval = Some(Approval::pending(None));
+                    entry.approval = Some(Approval::pending(fallback()));
                     gated = true;
                 }
             }

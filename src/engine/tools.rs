@@ -31,6 +31,9 @@ pub struct ToolSpec {
     /// How long (ms) a gated call may wait for a decision before it expires (the tool's
     /// `approvalTimeout`, else the `Agent.open` default); `None`: it waits forever.
     pub approval_timeout: Option<u64>,
+    /// Why its calls ask a human, shown as the entry's `approvalReason` when neither a policy
+    /// string nor a re-gate gives one (the tool's `approvalReason`).
+    pub approval_reason: Option<String>,
 }
 
 impl ToolSpec {
@@ -49,6 +52,7 @@ impl ToolSpec {
             external: false,
             allowed_decisions: AllowedDecisions::default(),
             approval_timeout: None,
+            approval_reason: None,
         }
     }
 }

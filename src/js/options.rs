@@ -76,6 +76,7 @@ struct ToolParams {
     #[serde(default, deserialize_with = "js_object")]
     allowed_decisions: Option<JsValue>,
     approval_timeout: Option<f64>,
+    approval_reason: Option<String>,
     #[serde(default, deserialize_with = "js_object")]
     execute: Option<Function>,
     #[serde(default, deserialize_with = "js_object")]
@@ -127,11 +128,10 @@ pub fn parse(options: JsValue) -> Result<AgentOptions, AgentError> {
         },
         Some(m) => model(m)?,
     };
-    let default_timeout = approval_timeout("`approvalTimeout`", p.approval_timeout)?;
+    let default_timeout = approval_timeout("`approvalTimeout`", p.approval_timeout)?.flatten();
     let mut tools: Vec<JsTool> = Vec::new();
     for t in p.tools.unwrap_or_default() {
-        let mut tool = tool(t)?;
-        tool.spec.approval_timeout = tool.spec.approval_timeout.or(default_timeout);
+        let tool = tool(t, default_timeout)?;
         if tools.iter().any(|x| x.spec.name == tool.spec.name) {
             return Err(bad(format!("two tools are named \"{}\"", tool.spec.name)));
         }
@@ -179,7 +179,7 @@ fn model(m: JsValue) -> Result<ModelHandle, AgentError> {
 }
 
 /// One entry of `tools`.
-fn tool(t: ToolParams) -> Result<JsTool, AgentError> {
+fn tool(t: ToolParams, default_timeout: Option<u64>) -> Result<JsTool, AgentError> {
     check_tool_name(&t.name).map_err(bad)?;
     let json = |what: &str, v: Option<JsValue>| -> Result<Option<Value>, AgentError> {
         v.map(|v| json_value(&v))
@@ -215,7 +215,9 @@ fn tool(t: ToolParams) -> Result<JsTool, AgentError> {
     spec.approval_timeout = approval_timeout(
         &format!("tool \"{}\": `approvalTimeout`", t.name),
         t.approval_timeout,
-    )?;
+    )?
+    .unwrap_or(default_timeout);
+    spec.approval_reason = t.approval_reason;
     spec.external = t.execute.is_none();
     spec.has_policy = t.approval_policy.is_some();
     Ok(JsTool {
@@ -225,13 +227,15 @@ fn tool(t: ToolParams) -> Result<JsTool, AgentError> {
     })
 }
 
-/// An `approvalTimeout`: whole milliseconds, at least 1.
-fn approval_timeout(what: &str, ms: Option<f64>) -> Result<Option<u64>, AgentError> {
+/// An `approvalTimeout`: whole milliseconds, at least 1, or `Infinity` (`Some(None)`: never,
+/// which lets a tool opt out of the `Agent.open` default).
+fn approval_timeout(what: &str, ms: Option<f64>) -> Result<Option<Option<u64>>, AgentError> {
     match ms {
         None => Ok(None),
-        Some(ms) if ms.is_finite() && ms >= 1.0 => Ok(Some(ms.min(u64::MAX as f64) as u64)),
+        Some(f64::INFINITY) => Ok(Some(None)),
+        Some(ms) if ms.is_finite() && ms >= 1.0 => Ok(Some(Some(ms as u64))),
         Some(_) => Err(bad(format!(
-            "{what} must be a number of milliseconds of at least 1"
+            "{what} must be a number of milliseconds of at least 1, or Infinity"
         ))),
     }
 }

@@ -93,6 +93,9 @@ export interface Tool<I = any> {
   execute?: (inputs: I, ctx: ToolContext) => unknown | Promise<unknown>;
   /** The flat override: true always asks, false never does. */
   requireApproval?: boolean;
+  /** Why this tool's calls ask a human: the entry's `approvalReason` when `requireApproval` is
+   *  true, or when `approvalPolicy` answers `true` rather than a string of its own. */
+  approvalReason?: string;
   /** `true`/a reason string asks a human; `false` lets the call run. */
   approvalPolicy?: (inputs: I, ctx: ToolContext) => boolean | string | Promise<boolean | string>;
   label?: string;
@@ -105,7 +108,8 @@ export interface Tool<I = any> {
   allowedDecisions?: readonly [DecisionKind, ...DecisionKind[]];
   /** Milliseconds a gated call may wait for a decision (default: `AgentOptions.approvalTimeout`,
    *  else forever). Then it expires: it never runs, the model is told the request expired, the
-   *  entry's `approval` is `"expired"`, and a later decision is refused with `expired`. */
+   *  entry's `approval` is `"expired"`, and a later decision is refused with `expired`.
+   *  `Infinity`: never, whatever the `Agent.open` default. */
   approvalTimeout?: number;
   /** Provider-specific keys merged into the tool definition (e.g. `strict`, `cache_control`). */
   providerOptions?: Record<string, unknown>;

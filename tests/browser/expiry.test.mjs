@@ -197,3 +197,33 @@ test('a decision after the deadline is refused with expired, stages nothing, and
   assert.equal(reqs.length, 2);
   assert.deepEqual(reqs[1].body.messages.at(-2), { role: 'tool', tool_call_id: 'c1', content: EXPIRED });
 });
+
+test('a tool opts out of the Agent.open default with approvalTimeout: Infinity; a static approvalReason is the entry\'s reason', T, async (t) => {
+  const { page } = await h.open(t);
+  const sc = await h.scenario([
+    { toolCalls: [
+      { id: 'c_default', name: 'delete_file', arguments: { path: '/a' } },
+      { id: 'c_never', name: 'archive', arguments: { path: '/b' } },
+    ] },
+  ]);
+  const db = uid('db');
+  const r = await run(page, async ({ model, db }) => {
+    const { gh } = window;
+    const bad = await gh.error(() => gh.Agent.open({ threadId: 'x', storage: { kind: 'memory' }, tools: [gh.tool('a', { approvalTimeout: -Infinity })] }));
+    const agent = await gh.Agent.open({
+      threadId: 't', model, storage: { database: db }, approvalTimeout: 60_000,
+      tools: [
+        gh.tool('delete_file', { requireApproval: true, approvalReason: 'Deleting cannot be undone' }),
+        gh.tool('archive', { requireApproval: true, approvalTimeout: Infinity }),
+      ],
+    });
+    const t0 = Date.now();
+    await agent.chat('tidy up');
+    return { bad, t0, pending: agent.pendingTools(), dump: await gh.dumpDb(db) };
+  }, { model: sc.openai(), db });
+  assert.equal(r.bad?.code, 'invalid_config');
+  assert.deepEqual(r.pending.map((e) => [e.callId, e.approvalReason]), [['c_default', 'Deleting cannot be undone'], ['c_never', null]]);
+  const { deadlines } = recordOf(r.dump, 't').run;
+  assert.deepEqual(deadlines.map((d) => d.callId), ['c_default'], 'only the call of the tool that kept the default can expire');
+  assert.ok(deadlines[0].at >= r.t0 + 60_000);
+});

@@ -9,6 +9,7 @@ import init, {
   initSync,
   isGatehouseError,
   type AgentState,
+  type AuditRecord,
   type DecisionFor,
   type Decisions,
   type FromSchema,
@@ -49,6 +50,14 @@ same<Equal<Awaited<ReturnType<typeof Agent.listThreads>>, ThreadSummary[]>>();
 const pending: ToolEntry[] = agent.pendingTools();
 const status: ThreadStatus = agent.status();
 export const sync2 = [pending, status];
+
+// --- The audit trail.
+export const trail = agent.audit({ limit: 10 }).then((r: AuditRecord[]) => r.map((a) => a.outcome));
+same<Equal<AuditRecord["decision"], "approved" | "edited" | "rejected" | "expired" | null>>();
+export const byWhom = agent.submitDecisions({ a: "approve" }, { by: "user-42" });
+export const byHandle = agent.handle({ decisions: { a: "approve" }, by: "user-42" });
+// @ts-expect-error `by` names the decider with a string
+agent.submitDecisions({ a: "approve" }, { by: 42 });
 
 // --- Arguments.
 // @ts-expect-error the message is a string
