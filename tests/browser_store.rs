@@ -482,8 +482,10 @@ async fn the_audit_trail_is_written_with_its_commit_and_deleted_with_its_thread(
     let r = s.commit("t", 0, &c, &w(), 1.0).await.expect("commit");
     assert_eq!(r.audit_count, 3);
     // A later commit replaces a record by its seq.
-    records[0].decide(AuditDecision::Rejected, Some("no"), Some("ann"), 20);
-    records[0].end(AuditOutcome::Rejected, 20);
+    let r0 = &mut records[0];
+    (r0.decision, r0.reject_reason) = (Some(AuditDecision::Rejected), Some("no".into()));
+    (r0.decided_at, r0.decided_by) = (Some(20), Some("ann".into()));
+    (r0.outcome, r0.ended_at) = (Some(AuditOutcome::Rejected), Some(20));
     let mut c = append(vec![msg(2, "more")]);
     c.audit = vec![records[0].clone()];
     s.commit("t", 1, &c, &w(), 2.0).await.expect("commit");

@@ -1,9 +1,10 @@
 //! The audit trail (docs/design.md, "The audit trail"): one record per gated call, from the
-//! moment it asks a human until it ends. Open records live in the run journal, so each change
-//! is written by the same commit as the step it describes; a record that ends leaves the
-//! journal in the commit that ends it. The store keeps every record beside the thread's
+//! moment it asks a human until it ends. While it is open the run journal keeps what the
+//! call's entry cannot tell ([`OpenAudit`]), so each change is written by the same commit as
+//! the step it describes; a record that ends leaves the journal in the commit that ends it. The store keeps every record beside the thread's
 //! messages, keyed by `seq`.
 
+use crate::thread::{ApprovalState, ToolEntry};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -91,24 +92,70 @@ impl AuditRecord {
         }
     }
 
-    /// A decision (a later one for the same call replaces it: decisions are revisable until
-    /// the last pending call is decided).
-    pub fn decide(
-        &mut self,
-        decision: AuditDecision,
-        reject_reason: Option<&str>,
-        by: Option<&str>,
-        now_ms: u64,
-    ) {
-        self.decision = Some(decision);
-        self.reject_reason = reject_reason.map(str::to_owned);
-        self.decided_at = Some(now_ms);
-        self.decided_by = by.map(str::to_owned);
+    /// The record of `open`'s call as its entry `e` shows it now, ended with `end` (an outcome
+    /// and when) if it ends here. The entry holds the rest: the tool, the reason, the model's
+    /// and the executed inputs, and the decision (read only once one was made: a call re-gated
+    /// and then finished by a late result shows approved, but nobody decided it again).
+    pub fn of(open: &OpenAudit, e: &ToolEntry, end: Option<(AuditOutcome, u64)>) -> Self {
+        let approval = e.approval.as_ref();
+        let decision = match (open.decided_at, e.approval_state()) {
+            (None, _) | (_, None | Some(ApprovalState::Pending)) => None,
+            (Some(_), Some(ApprovalState::Approved)) if e.proposed_inputs.is_some() => {
+                Some(AuditDecision::Edited)
+            }
+            (Some(_), Some(ApprovalState::Approved)) => Some(AuditDecision::Approved),
+            (Some(_), Some(ApprovalState::Rejected)) => Some(AuditDecision::Rejected),
+            (Some(_), Some(ApprovalState::Expired)) => Some(AuditDecision::Expired),
+        };
+        let ran = open.started_at.is_some()
+            || matches!(end, Some((AuditOutcome::Ok | AuditOutcome::ToolError, _)));
+        AuditRecord {
+            seq: open.seq,
+            call_id: open.call_id.clone(),
+            tool: e.name.clone(),
+            reason: approval.and_then(|a| a.reason.clone()),
+            proposed_inputs: e.proposed_inputs.as_ref().unwrap_or(&e.inputs).clone(),
+            requested_at: open.requested_at,
+            decision,
+            reject_reason: match decision {
+                Some(AuditDecision::Rejected) => approval.and_then(|a| a.reject_reason.clone()),
+                _ => None,
+            },
+            decided_at: decision.and(open.decided_at),
+            decided_by: decision.and(open.decided_by.clone()),
+            inputs: ran.then(|| e.inputs.clone()),
+            started_at: open.started_at,
+            ended_at: end.map(|(_, at)| at),
+            outcome: end.map(|(o, _)| o),
+        }
     }
+}
 
-    /// The call is ending: nothing about it changes after this.
-    pub fn end(&mut self, outcome: AuditOutcome, now_ms: u64) {
-        self.outcome = Some(outcome);
-        self.ended_at = Some(now_ms);
+/// What the run journal keeps of a gated call's record until it ends (`run.audit`): what its
+/// entry cannot tell. [`AuditRecord::of`] makes the full record from it and the entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenAudit {
+    pub seq: u64,
+    pub call_id: String,
+    pub requested_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<u64>,
+}
+
+impl OpenAudit {
+    pub fn new(seq: u64, call_id: &str, now_ms: u64) -> Self {
+        OpenAudit {
+            seq,
+            call_id: call_id.to_owned(),
+            requested_at: now_ms,
+            decided_at: None,
+            decided_by: None,
+            started_at: None,
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! step in order. A `Persist` must be durable before the next step is carried out; if it
 //! fails, drop the engine (or [`Engine::reset`] it from the stored state).
 
-use super::audit::{AuditDecision, AuditOutcome, AuditRecord};
+use super::audit::{AuditOutcome, AuditRecord, OpenAudit};
 use super::decisions::{Decision, parse_payload};
 use super::error::EngineError;
 use super::model::{ModelOutput, ModelToolCall};
@@ -428,7 +428,7 @@ impl Engine {
             run.record(call_id, result);
             run.started = None;
         }
-        self.end_audit(call_id, ended, now_ms);
+        self.end_tail_audit(call_id, ended, now_ms);
         // Persisted together with the next step's write (the next "started" mark or the
         // result message), so a call costs one write, not two.
         self.phase = Phase::Running;
@@ -446,7 +446,6 @@ impl Engine {
             run.started = None;
             if let Some(a) = run.audit_mut(call_id) {
                 a.started_at = None;
-                a.inputs = None;
             }
         }
         self.phase = Phase::Idle;
@@ -533,15 +532,8 @@ impl Engine {
                 let approved = e.approval_state() == Some(ApprovalState::Approved);
                 journal.decide(&call_id, approved, &e.inputs);
                 if let Some(a) = journal.audit_mut(&call_id) {
-                    let (decision, reason) = match (approved, e.proposed_inputs.is_some()) {
-                        (true, false) => (AuditDecision::Approved, None),
-                        (true, true) => (AuditDecision::Edited, None),
-                        (false, _) => (
-                            AuditDecision::Rejected,
-                            e.approval.as_ref().and_then(|a| a.reject_reason.as_deref()),
-                        ),
-                    };
-                    a.decide(decision, reason, by, now_ms);
+                    a.decided_at = Some(now_ms);
+                    a.decided_by = by.map(str::to_owned);
                 }
             }
         }
@@ -566,7 +558,13 @@ impl Engine {
                 }
             }
             for e in entries.iter().filter(|e| is_rejected(e)) {
-                self.end_audit(&e.call_id, not_run(e), now_ms);
+                end_audit(
+                    Some(&mut *run),
+                    &mut self.ended_audit,
+                    e,
+                    not_run(e),
+                    now_ms,
+                );
             }
         }
         if let Some(t) = tail.tool_calls_mut() {
@@ -622,7 +620,8 @@ impl Engine {
             run.decide(&e.call_id, false, &e.inputs);
             run.record(&e.call_id, EXPIRED_TEXT.to_owned());
             if let Some(a) = run.audit_mut(&e.call_id) {
-                a.decide(AuditDecision::Expired, None, None, now_ms);
+                a.decided_at = Some(now_ms);
+                a.decided_by = None;
             }
         }
         self.settle(tail, entries, now_ms);
@@ -725,19 +724,12 @@ impl Engine {
                 run.record(id, result);
             }
         }
-        let inputs: Vec<(String, Map<String, Value>)> = self
-            .tail_calls()
-            .iter()
-            .filter(|e| map.contains_key(&e.call_id))
-            .map(|e| (e.call_id.clone(), e.inputs.clone()))
-            .collect();
-        for (id, inputs) in inputs {
+        for id in map.keys() {
             // An external call "runs" when the app hands in its result.
-            if let Some(a) = self.state.run.as_mut().and_then(|r| r.audit_mut(&id)) {
-                a.inputs = Some(inputs);
+            if let Some(a) = self.state.run.as_mut().and_then(|r| r.audit_mut(id)) {
                 a.started_at = Some(now_ms);
             }
-            self.end_audit(&id, AuditOutcome::Ok, now_ms);
+            self.end_tail_audit(id, AuditOutcome::Ok, now_ms);
         }
         if waiting.len() > map.len() {
             self.persist(None, Vec::new());
@@ -804,24 +796,16 @@ impl Engine {
             .flatten()
             .filter(|e| call_ids.contains(&e.call_id))
         {
+            // Its record ends here, as the entry shows it before the re-gate; the new request
+            // gets a record of its own.
+            let regated = AuditOutcome::Regated;
+            end_audit(Some(&mut *run), &mut self.ended_audit, e, regated, now_ms);
+            self.state.audit_count += 1;
+            run.audit
+                .push(OpenAudit::new(self.state.audit_count, &e.call_id, now_ms));
             e.approval = Some(Approval::pending(Some(reason.to_owned())));
             run.gate(&e.call_id);
             run.forget_decision(&e.call_id);
-            // Its record ends here; the new request gets a record of its own.
-            if let Some(mut ended) = run.take_audit(&e.call_id) {
-                ended.end(AuditOutcome::Regated, now_ms);
-                self.ended_audit.push(ended);
-            }
-            self.state.audit_count += 1;
-            let proposed = e.proposed_inputs.as_ref().unwrap_or(&e.inputs);
-            run.audit.push(AuditRecord::requested(
-                self.state.audit_count,
-                &e.call_id,
-                &e.name,
-                Some(reason),
-                proposed,
-                now_ms,
-            ));
             // It waits for a human again, for as long as a new call would.
             let at = self
                 .tools
@@ -880,10 +864,7 @@ impl Engine {
         run.record(call_id, result);
         // The re-gated request's record ends with the outcome of the attempt that did run,
         // undecided: nobody approved it again.
-        if let Some(a) = run.audit_mut(call_id) {
-            a.inputs = Some(e.inputs.clone());
-        }
-        self.end_audit(call_id, ended, now_ms);
+        end_audit(Some(run), &mut self.ended_audit, e, ended, now_ms);
         self.now = now_ms;
         self.replace_tail(tail);
         Ok(true)
@@ -964,7 +945,14 @@ impl Engine {
     fn persist(&mut self, replace_tail: Option<Message>, append: Vec<Message>) {
         let status = self.status();
         let mut audit = std::mem::take(&mut self.ended_audit);
-        audit.extend(self.state.run.iter().flat_map(|r| r.audit.iter().cloned()));
+        if let Some(run) = &self.state.run {
+            let entries = self.tail_calls();
+            for open in &run.audit {
+                if let Some(e) = entries.iter().find(|e| e.call_id == open.call_id) {
+                    audit.push(AuditRecord::of(open, e, None));
+                }
+            }
+        }
         self.outbox.push_back(Step::Persist(Commit {
             replace_tail,
             append,
@@ -975,11 +963,22 @@ impl Engine {
         }));
     }
 
-    /// Ends a call's open audit record, if it has one: written by the next `Persist`.
-    fn end_audit(&mut self, call_id: &str, outcome: AuditOutcome, now_ms: u64) {
-        if let Some(mut a) = self.state.run.as_mut().and_then(|r| r.take_audit(call_id)) {
-            a.end(outcome, now_ms);
-            self.ended_audit.push(a);
+    /// Ends the open audit record of a call of the tail, as its entry shows it now.
+    fn end_tail_audit(&mut self, call_id: &str, outcome: AuditOutcome, now_ms: u64) {
+        let entry = self
+            .state
+            .tail
+            .as_ref()
+            .and_then(Message::tool_calls)
+            .and_then(|t| t.iter().find(|e| e.call_id == call_id));
+        if let Some(e) = entry {
+            end_audit(
+                self.state.run.as_mut(),
+                &mut self.ended_audit,
+                e,
+                outcome,
+                now_ms,
+            );
         }
     }
 
@@ -1088,16 +1087,13 @@ impl Engine {
                     gated = true;
                 }
             }
-            if let Some(a) = &entry.approval {
+            if entry.approval.is_some() {
                 run.gate(&entry.call_id);
                 run.set_deadline(&entry.call_id, self.deadline(&entry.name, now_ms));
                 self.state.audit_count += 1;
-                run.audit.push(AuditRecord::requested(
+                run.audit.push(OpenAudit::new(
                     self.state.audit_count,
                     &entry.call_id,
-                    &entry.name,
-                    a.reason.as_deref(),
-                    &entry.inputs,
                     now_ms,
                 ));
             }
@@ -1149,19 +1145,20 @@ impl Engine {
         let mut awaiting_external = false;
         let mut next = None;
         let mut ended = Vec::new();
-        for e in tail.tool_calls().unwrap_or(&[]) {
+        let entries = tail.tool_calls().unwrap_or(&[]);
+        for e in entries {
             if run.has_result(&e.call_id) {
                 continue;
             }
             if e.approval_state() == Some(ApprovalState::Expired) {
                 run.record(&e.call_id, EXPIRED_TEXT.to_owned());
-                ended.push((e.call_id.clone(), AuditOutcome::Expired));
+                ended.push((e, AuditOutcome::Expired));
                 continue;
             }
             if is_rejected(e) {
                 let reason = e.approval.as_ref().and_then(|a| a.reject_reason.as_deref());
                 run.record(&e.call_id, rejection_text(reason));
-                ended.push((e.call_id.clone(), AuditOutcome::Rejected));
+                ended.push((e, AuditOutcome::Rejected));
                 continue;
             }
             match self.tools.get(&e.name) {
@@ -1174,7 +1171,7 @@ impl Engine {
                             &[],
                         ),
                     );
-                    ended.push((e.call_id.clone(), AuditOutcome::ToolError));
+                    ended.push((e, AuditOutcome::ToolError));
                 }
                 Some(t) if t.external => awaiting_external = true,
                 Some(_) => {
@@ -1191,14 +1188,10 @@ impl Engine {
         if let Some(inv) = &next {
             if let Some(a) = run.audit_mut(&inv.call_id) {
                 a.started_at = Some(now);
-                a.inputs = Some(inv.inputs.clone());
             }
         }
-        for (call_id, outcome) in ended {
-            if let Some(mut a) = run.take_audit(&call_id) {
-                a.end(outcome, now);
-                self.ended_audit.push(a);
-            }
+        for (e, outcome) in ended {
+            end_audit(Some(&mut *run), &mut self.ended_audit, e, outcome, now);
         }
         if let Some(inv) = next {
             run.started = Some(inv.call_id.clone());
@@ -1227,6 +1220,20 @@ impl Engine {
         self.state.run = None;
         self.append(msg);
         self.phase = Phase::NeedModel;
+    }
+}
+
+/// Ends the open audit record of `e`'s call, if it has one, as `e` shows it now: the full
+/// record goes out with the next `Persist`.
+fn end_audit(
+    run: Option<&mut RunJournal>,
+    ended: &mut Vec<AuditRecord>,
+    e: &ToolEntry,
+    outcome: AuditOutcome,
+    now_ms: u64,
+) {
+    if let Some(open) = run.and_then(|r| r.take_audit(&e.call_id)) {
+        ended.push(AuditRecord::of(&open, e, Some((outcome, now_ms))));
     }
 }
 

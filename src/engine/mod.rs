@@ -12,7 +12,7 @@ pub mod results;
 mod state;
 mod tools;
 
-pub use audit::{AuditDecision, AuditOutcome, AuditRecord};
+pub use audit::{AuditDecision, AuditOutcome, AuditRecord, OpenAudit};
 pub use decisions::{AllowedDecisions, Decision, DecisionKind, parse_payload};
 pub use error::EngineError;
 pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};

@@ -1,7 +1,7 @@
 //! What the engine knows of a thread (its tail, its policies, the journal of a run in
 //! progress) and what it asks the store to write.
 
-use super::audit::AuditRecord;
+use super::audit::{AuditRecord, OpenAudit};
 use super::tools::ToolPolicies;
 use crate::thread::{Message, MessageId};
 use serde::{Deserialize, Serialize};
@@ -56,10 +56,10 @@ pub struct RunJournal {
     /// Absent when no call has one, so threads without timeouts store what they always did.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deadlines: Vec<CallDeadline>,
-    /// The audit records of gated calls that have not ended yet (docs/design.md, "The audit
-    /// trail"). Absent when there are none.
+    /// What the journal keeps of the audit records of gated calls that have not ended yet
+    /// (docs/design.md, "The audit trail"). Absent when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub audit: Vec<AuditRecord>,
+    pub audit: Vec<OpenAudit>,
 }
 
 /// When a gated call expires (docs/design.md, "Approval expiry"): `at`, in ms since the epoch,
@@ -86,12 +86,12 @@ impl RunJournal {
     }
 
     /// The open audit record of a call, if it has one.
-    pub fn audit_mut(&mut self, call_id: &str) -> Option<&mut AuditRecord> {
+    pub fn audit_mut(&mut self, call_id: &str) -> Option<&mut OpenAudit> {
         self.audit.iter_mut().find(|a| a.call_id == call_id)
     }
 
     /// Removes and returns a call's open audit record (it has ended).
-    pub fn take_audit(&mut self, call_id: &str) -> Option<AuditRecord> {
+    pub fn take_audit(&mut self, call_id: &str) -> Option<OpenAudit> {
         let i = self.audit.iter().position(|a| a.call_id == call_id)?;
         Some(self.audit.remove(i))
     }

@@ -70,7 +70,11 @@ test('approve: streamed tool call in small deltas, suspend, tail JSON, execute o
   const rec = r.dumpPending.stores.threads.rows.find((x) => x.id === 'thread_1');
   assert.equal(rec.messageCount, 2);
   // The journal: no result yet, and the gated call needs a recorded decision to run.
-  assert.deepEqual(rec.run, { callMessageId: tail.__id, results: [], gated: ['call_del_1'] });
+  // And the open audit record: what the entry cannot tell (README "Approval semantics" 12).
+  const { audit, ...journal } = rec.run;
+  assert.deepEqual(journal, { callMessageId: tail.__id, results: [], gated: ['call_del_1'] });
+  assert.deepEqual(audit, [{ seq: 1, callId: 'call_del_1', requestedAt: audit[0].requestedAt }]);
+  assert.ok(Number.isInteger(audit[0].requestedAt));
 
   // Approved: executed once, with exactly the approved inputs; then the model's answer.
   assert.equal(r.decided.status, 'completed');
