@@ -19,7 +19,8 @@ const tarball = path.join(work, sh("npm", ["pack", "--silent", "--pack-destinati
 // and CSS), the docs. No raw wasm typings, no build leftovers.
 const listing = sh("tar", ["tzf", tarball], work).trim().split("\n").sort();
 const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gatehouse_bg.wasm", "gatehouse_wasm.d.ts", "gatehouse_wasm.js", "package.json",
-  "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/cards.js", "ui/chat-view.js", "ui/widget.js", "ui/gatehouse.css"];
+  "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/announcer.js", "ui/cards.js", "ui/chat-view.js", "ui/errors.js",
+  "ui/markdown.js", "ui/widget.js", "ui/gatehouse.css"];
 const unexpected = listing.filter((f) => !wanted.includes(f.replace(/^package\//, "")) && !/^package\/snippets\/[^/]+\/.+\.js$/.test(f));
 const missing = wanted.filter((f) => !listing.includes("package/" + f));
 if (unexpected.length || missing.length || !listing.some((f) => f.endsWith("/src/js/error.js"))) {
@@ -40,10 +41,15 @@ for (const [sub, [types, js]] of Object.entries(subpaths)) {
   }
 }
 if (manifest.exports["./ui.css"] !== "./ui/gatehouse.css") throw new Error(`exports["./ui.css"]: ${manifest.exports["./ui.css"]}`);
-// React is an optional peer: never bundled, never installed for apps without it.
-if (!manifest.peerDependencies?.react || manifest.peerDependenciesMeta?.react?.optional !== true || manifest.dependencies) {
-  throw new Error(`react must be an optional peer dependency and the package have no dependencies: ${JSON.stringify([manifest.peerDependencies, manifest.peerDependenciesMeta, manifest.dependencies])}`);
+// React is an optional peer: never bundled, never installed for apps without it. The only
+// dependencies are the ui kit's Markdown renderer and sanitizer.
+if (!manifest.peerDependencies?.react || manifest.peerDependenciesMeta?.react?.optional !== true
+  || JSON.stringify(Object.keys(manifest.dependencies ?? {}).sort()) !== '["dompurify","marked"]') {
+  throw new Error(`react must be an optional peer dependency and marked and dompurify the only dependencies: ${JSON.stringify([manifest.peerDependencies, manifest.peerDependenciesMeta, manifest.dependencies])}`);
 }
+// Only gatehouse-agent/ui imports them: the main entry and the React hooks never load them.
+const importers = sh("grep", ["-rlE", "from ['\"](marked|dompurify)['\"]", "."], path.join(root, "pkg")).trim().split("\n").sort();
+if (JSON.stringify(importers) !== '["./ui/markdown.js"]') throw new Error(`marked and dompurify are imported by ${importers}, not only ui/markdown.js`);
 if (!Array.isArray(manifest.sideEffects) || manifest.sideEffects.some((f) => /gatehouse(_wasm)?\.js$|snippets/.test(f))) {
   throw new Error(`sideEffects must leave the main entry side-effect free: ${JSON.stringify(manifest.sideEffects)}`);
 }
