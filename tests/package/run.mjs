@@ -144,7 +144,8 @@ for (const [name, dir] of [["plain", plain], ["vite", dist]]) {
 }
 
 // gatehouse-agent/react from the tarball in a Vite app (StrictMode): chat, the pending call,
-// approve, done, no page errors.
+// deny it with a reason (the demo model quotes it), chat again, reload while that call waits:
+// it is pending again after the reload, approve, done, no page errors.
 {
   const server = await serve(reactDist);
   const page = await browser.newPage();
@@ -154,9 +155,17 @@ for (const [name, dir] of [["plain", plain], ["vite", dist]]) {
   try {
     await page.goto(server.url + "/");
     await page.waitForSelector("body[data-done]", { timeout: 30000 });
+    if (await page.getAttribute("body", "data-done") === "pending") {
+      await page.reload();
+      await page.waitForSelector("body[data-done]", { timeout: 30000 });
+    }
     const done = await page.getAttribute("body", "data-done");
-    const log = await page.textContent("#log");
-    const ok = done === "ok" && log.includes('pending:delete_file {"path":"C:/old_logs.txt"}') && log.includes("awaiting_approval")
+    // What the app saw, across the reload (it keeps it in sessionStorage).
+    const log = await page.evaluate(() => JSON.parse(sessionStorage.getItem("gatehouse-test")).seen.join("\n"));
+    const ok = done === "ok" && log.includes('pending:delete_file {"path":"C:/old_logs.txt"}')
+      && /answer:[^\n]*Tool results:\n- delete_file was not run: you rejected it \(Keep it for the audit\)/.test(log)
+      && log.includes('after reload pending:delete_file {"path":"C:/tmp/cache.txt"}')
+      && /answer:[^\n]*Tool results:\n- delete_file returned: \{"deleted":"C:\/tmp\/cache.txt"\}/.test(log)
       && errors.length === 0;
     console.log(`${ok ? "ok" : "not ok"} - gatehouse-agent/react in a Vite app (${done})\n${log.replace(/^/gm, "  # ")}`);
     if (!ok) { failed++; console.log(errors.join("\n")); }
