@@ -28,6 +28,7 @@ const FILES = [
   '../pkg/ui/chat-view.js',
   '../pkg/ui/errors.js',
   '../pkg/ui/markdown.js',
+  '../pkg/ui/message-list.js',
   '../pkg/ui/widget.js',
   '../pkg/ui/gatehouse.css',
   // The ui kit's dependencies, where the pages' import maps point.

@@ -5,41 +5,12 @@
 // Markdown (markdown.js).
 
 import { Announcer } from './announcer.js';
-import { ApprovalCards, h, isSuspended, prettyInputs } from './cards.js';
+import { ApprovalCards, h, isSuspended } from './cards.js';
 import { describeError, retryNote } from './errors.js';
 import { setMarkdown } from './markdown.js';
+import { MessageList, messageText } from './message-list.js';
 
 const PAGE = 200; // messages shown; older ones stay in IndexedDB
-
-/** The text of a message's content blocks. */
-export function messageText(message) {
-  const blocks = Array.isArray(message?.content) ? message.content : [];
-  return blocks
-    .map((b) => (b && b.type === 'text' ? String(b.content ?? '') : `[${b?.type ?? 'block'}]`))
-    .filter((s) => s.length > 0)
-    .join('\n\n');
-}
-
-/** A result string, pretty-printed when it is JSON. */
-function prettyResult(result) {
-  if (typeof result !== 'string') return prettyInputs(result);
-  try {
-    const v = JSON.parse(result);
-    return typeof v === 'string' ? v : JSON.stringify(v, null, 2);
-  } catch {
-    return result;
-  }
-}
-
-function oneLine(inputs) {
-  let s;
-  try {
-    s = JSON.stringify(inputs ?? {});
-  } catch {
-    s = String(inputs);
-  }
-  return s.length > 120 ? `${s.slice(0, 117)}…` : s;
-}
 
 function isGatehouseError(e) {
   return e && e.name === 'GatehouseError';
@@ -69,7 +40,6 @@ export class ChatView {
     this.abort = null;
     this.error = null; // { text, retry: bool }
     this.stream = null; // the streaming bubble's parts
-    this.rendered = new Map(); // message id -> { text, el }: each answer's Markdown, parsed once
     this.announcer = new Announcer();
 
     this.cards = new ApprovalCards({
@@ -79,7 +49,7 @@ export class ChatView {
       onAlwaysAllow: (entry) => this.alwaysAllow(entry),
     });
     this.labels = this.cards.labels; // one map: the cards' and the log's names of the tools
-    this.list = h('div', { class: 'gh-messages' });
+    this.log = new MessageList(this.labels);
     this.streamSlot = h('div', { class: 'gh-stream-slot' });
     this.bannerText = h('p', { class: 'gh-banner-text' });
     this.retryBtn = h('button', { type: 'button', class: 'gh-btn gh-retry', onclick: () => this.retry() }, 'Retry');
@@ -91,7 +61,7 @@ export class ChatView {
       h('span', { class: 'gh-banner-icon', 'aria-hidden': 'true' }, '!'), this.bannerText, this.settingsBtn, this.retryBtn);
     // Not a live region (the announcer is): focusable, so the keyboard can scroll it.
     this.scroller = h('div', { class: 'gh-log', role: 'region', tabindex: '0', 'aria-label': 'Conversation' },
-      this.list, this.streamSlot, this.cards.el, this.banner);
+      this.log.el, this.streamSlot, this.cards.el, this.banner);
 
     this.input = h('textarea', {
       class: 'gh-input', rows: '1', placeholder: 'Message the agent…', 'aria-label': 'Message',
@@ -427,8 +397,7 @@ export class ChatView {
         this.messages.push(ev.message);
         this.render();
         // A finished answer is announced once, as the text it shows.
-        const shown = ev.message.role === 'assistant' ? this.rendered.get(ev.message.__id) : null;
-        if (shown) this.announcer.say(shown.el.textContent);
+        if (ev.message.role === 'assistant') this.announcer.say(this.log.shownText(ev.message));
         break;
       }
       case 'message_updated': {
@@ -483,37 +452,13 @@ export class ChatView {
     this.streamSlot.replaceChildren();
   }
 
-  /** An answer's text as Markdown, parsed once per message id and text. */
-  #markdown(m, text) {
-    const seen = this.rendered.get(m.__id);
-    if (seen && seen.text === text) return seen.el;
-    const el = setMarkdown(h('div', { class: 'gh-bubble gh-md' }), text);
-    this.rendered.set(m.__id, { text, el });
-    return el;
-  }
-
   // ---------------------------------------------------------------- rendering
 
   render() {
-    const results = new Map();
-    for (const m of this.messages) {
-      if (m.type === 'tool_call_result') for (const t of m.tools ?? []) results.set(t.callId, t.result);
-    }
-    const tail = this.tail;
-    const nodes = [];
-    if (this.hiddenCount > 0) {
-      nodes.push(h('p', { class: 'gh-older' }, `${this.hiddenCount} earlier message(s) are not shown.`));
-    }
-    for (const m of this.messages) {
-      const el = this.#renderMessage(m, results, m === tail);
-      if (el) nodes.push(el);
-    }
-    if (nodes.length === 0 && !this.busy) nodes.push(this.#emptyState());
-    this.list.replaceChildren(...nodes);
-    for (const id of this.rendered.keys()) {
-      if (!this.messages.some((m) => m.__id === id)) this.rendered.delete(id);
-    }
-    this.cards.update(tail, { busy: this.busy || this.loading });
+    this.log.render(this.messages, {
+      hiddenCount: this.hiddenCount, busy: this.busy, empty: () => this.#emptyState(),
+    });
+    this.cards.update(this.tail, { busy: this.busy || this.loading });
     this.updateControls();
   }
 
@@ -524,55 +469,6 @@ export class ChatView {
       h('p', { class: 'gh-empty-title' }, 'Start a conversation'),
       this.intro ? h('p', { class: 'gh-empty-text' }, this.intro) : null,
       chips.length ? h('div', { class: 'gh-chips' }, chips) : null);
-  }
-
-  #renderMessage(m, results, isTail) {
-    if (m.type === 'tool_call_result') return null; // shown with their calls
-    const text = messageText(m);
-    if (m.role === 'user') {
-      return h('div', { class: 'gh-turn gh-user', dataset: { id: m.__id } }, h('div', { class: 'gh-bubble' }, text));
-    }
-    const turn = h('div', { class: 'gh-turn gh-assistant', dataset: { id: m.__id } });
-    if (text) turn.append(this.#markdown(m, text));
-    if (m.type === 'tool_call') {
-      const suspended = isTail && isSuspended(m);
-      // In a suspended tail, the gated entries are the approval cards below.
-      const entries = (m.tools ?? []).filter((t) => !(suspended && typeof t.approval === 'string'));
-      if (entries.length) {
-        turn.append(h('ul', { class: 'gh-calls' }, entries.map((t) => this.#renderCall(t, results, suspended))));
-      }
-    }
-    if (!turn.childElementCount) return null;
-    return turn;
-  }
-
-  #renderCall(t, results, waiting) {
-    const result = results.has(t.callId) ? results.get(t.callId) : t.result;
-    let state;
-    let badge;
-    if (t.approval === 'approved') [state, badge] = ['approved', 'Approved'];
-    else if (t.approval === 'rejected') [state, badge] = ['rejected', 'Denied'];
-    else if (t.approval === 'pending') [state, badge] = ['pending', 'Waiting for you'];
-    else if (t.approval === 'expired') [state, badge] = ['expired', 'Expired, not run'];
-    else if (waiting) [state, badge] = ['pending', 'Runs after your decision'];
-    else [state, badge] = ['auto', 'Ran automatically'];
-    if (t.approval !== 'rejected' && state !== 'pending' && (result === null || result === undefined)) {
-      badge = this.busy ? 'Running…' : 'Not run yet';
-    }
-    const li = h('li', { class: 'gh-call', dataset: { state, callId: t.callId } },
-      h('div', { class: 'gh-call-head' },
-        h('span', { class: 'gh-call-name' }, this.labels[t.name] || t.name),
-        h('code', { class: 'gh-call-args', title: prettyInputs(t.inputs) }, oneLine(t.inputs)),
-        h('span', { class: 'gh-badge', dataset: { state } }, badge)));
-    if (t.approval === 'rejected') {
-      li.append(h('p', { class: 'gh-call-reject' }, t.rejectReason ? `Your reason: ${t.rejectReason}` : 'No reason given.'));
-    } else if (t.approval === 'expired') {
-      li.append(h('p', { class: 'gh-call-reject' }, 'Nobody decided in time, so it did not run.'));
-    } else if (result !== null && result !== undefined) {
-      li.append(h('details', { class: 'gh-call-result' },
-        h('summary', {}, 'Result'), h('pre', {}, prettyResult(result))));
-    }
-    return li;
   }
 
   updateControls() {
