@@ -335,7 +335,7 @@ export class ChatView {
     if (!e) return;
     const canRetry = this.agent?.status() === 'interrupted';
     const offline = typeof navigator !== 'undefined' && navigator.onLine === false;
-    const { text, kind, settings } = describeError(e, { canRetry, offline });
+    const { text, kind, settings } = describeError(e, { canRetry, offline, hasSettings: !!this.onOpenSettings });
     this.setError(text, canRetry, kind, { settings: !!settings });
   }
 

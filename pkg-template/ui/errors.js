@@ -14,7 +14,7 @@ export function seconds(ms) {
  * The banner for a failed call: `{ text, kind, settings }` where `kind` is "error" or "notice"
  * and `settings` says the fix is in the model settings (a refused key).
  */
-export function describeError(e, { canRetry = false, offline = false } = {}) {
+export function describeError(e, { canRetry = false, offline = false, hasSettings = false } = {}) {
   const code = isGatehouseError(e) ? e.code : 'error';
   const saved = canRetry ? ' Your message is saved: Retry sends it again.' : '';
   switch (code) {
@@ -24,9 +24,9 @@ export function describeError(e, { canRetry = false, offline = false } = {}) {
         : { text: `Could not reach the model server.${canRetry ? ' Your message is saved: retry when it is reachable.' : ''}`, kind: 'notice' };
     case 'provider':
       if (e.status === 401 || e.status === 403) {
+        const fix = hasSettings ? 'check the API key and the model in the settings' : 'its API key or model was not accepted';
         return {
-          text: `The model server refused the request (HTTP ${e.status}): check the API key and the model ` +
-            `in the settings.${saved}`,
+          text: `The model server refused the request (HTTP ${e.status}): ${fix}.${saved}`,
           kind: 'error',
           settings: true,
         };

@@ -3,7 +3,7 @@
 // message can be sent (not only Retry), and one model call answers both.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { announced, countAnnouncements, newPage, openDemo, scenario, scenarioRequests, send, shot, useModel, waitForAssistant } from './harness.mjs';
+import { announced, countAnnouncements, harness, newPage, openDemo, scenario, scenarioRequests, send, shot, useModel, waitForAssistant, waitReady } from './harness.mjs';
 
 test('401 and 403 point to the settings', { timeout: 60_000 }, async () => {
   const { page, done } = await newPage();
@@ -33,6 +33,35 @@ test('401 and 403 point to the settings', { timeout: 60_000 }, async () => {
     await page.reload();
     await send(page, 'again?');
     await page.locator('.gh-banner-text', { hasText: 'HTTP 500' }).waitFor();
+    assert.equal(await banner.locator('.gh-open-settings').isHidden(), true);
+  } finally {
+    await done();
+  }
+});
+
+test('401 in the widget (no settings of its own): says what was refused, offers no settings button', { timeout: 60_000 }, async () => {
+  const { page, done } = await newPage();
+  try {
+    const baseUrl = await scenario('auth-widget', [{ fault: { status: 401 } }]);
+    await page.goto(`${(await harness()).url}/tests/demo/cards.html`);
+    const widget = page.locator('gatehouse-chat');
+    await waitReady(page, 'gatehouse-chat');
+    await widget.evaluate((el, url) => {
+      window.firstAgent = el.agent;
+      el.setAttribute('provider', 'openai');
+      el.setAttribute('model', 'mock-model');
+      el.setAttribute('base-url', url);
+    }, baseUrl);
+    // The element reopens the thread with the new model.
+    await page.waitForFunction(() => {
+      const agent = document.querySelector('gatehouse-chat').agent;
+      return agent && agent !== window.firstAgent;
+    });
+    await send(page, 'hello?', widget);
+    const banner = widget.locator('.gh-banner');
+    await banner.waitFor();
+    assert.match(await banner.locator('.gh-banner-text').innerText(),
+      /^The model server refused the request \(HTTP 401\): its API key or model was not accepted\./);
     assert.equal(await banner.locator('.gh-open-settings').isHidden(), true);
   } finally {
     await done();

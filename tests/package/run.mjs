@@ -83,7 +83,7 @@ fs.writeFileSync(path.join(viteApp, "check.ts"), [
   'const tool = defineTool({ name: "t", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }, execute: ({ path }) => path.length });',
   'const agent = await Agent.open({ threadId: "t", tools: [tool] });',
   'const next: () => Promise<AgentState> = () => agent.chat("hi");',
-  'const view = new ChatView({ root: document.body, suggestions: ["hi"] });',
+  'const view = new ChatView({ root: document.body, suggestions: ["hi"], onOpenSettings: () => view.setError(null, false, "notice", { settings: true }) });',
   'await view.setAgent(agent);',
   'const cards = new ApprovalCards({ onDecide: (id, d) => agent.submitDecisions({ [id]: d }) });',
   'const widget: GatehouseChat = document.createElement("gatehouse-chat");',
