@@ -32,6 +32,7 @@ const view = new ChatView({
   intro: 'The demo model runs in this page, offline. Mention a tool and it calls it: deleting and ' +
     'emailing wait for your approval, and your decisions are saved in IndexedDB, so they survive reloads.',
   onChange: () => refreshThreads(),
+  onOpenSettings: () => openSettings(), // a refused key (401/403): the banner's "Open settings"
   onBusy: (busy) => {
     state.busy = busy;
     $('settings-save').disabled = busy;

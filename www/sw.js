@@ -8,7 +8,7 @@
 // and, if any file changed (e.g. the SDK was rebuilt), replaces the cached copies and
 // tells the page, which offers a reload. The running page is never given a mix of files.
 
-const VERSION = 'gatehouse-demo-v2';
+const VERSION = 'gatehouse-demo-v3';
 const FILES = [
   './',
   './index.html',
@@ -23,10 +23,17 @@ const FILES = [
   '../pkg/gatehouse_wasm.js',
   '../pkg/gatehouse_bg.wasm',
   '../pkg/ui/index.js',
+  '../pkg/ui/announcer.js',
   '../pkg/ui/cards.js',
   '../pkg/ui/chat-view.js',
+  '../pkg/ui/errors.js',
+  '../pkg/ui/markdown.js',
+  '../pkg/ui/message-list.js',
   '../pkg/ui/widget.js',
   '../pkg/ui/gatehouse.css',
+  // The ui kit's dependencies, where the pages' import maps point.
+  '../node_modules/marked/lib/marked.esm.js',
+  '../node_modules/dompurify/dist/purify.es.mjs',
 ];
 const URLS = FILES.map((f) => new URL(f, self.registration.scope).href);
 const KNOWN = new Set(URLS);

@@ -396,11 +396,14 @@ export class ApprovalCards {
     p.editForm.hidden = form !== 'edit';
     if (form === 'deny') {
       if (card.entry.approval === 'rejected' && !p.reasonInput.value) p.reasonInput.value = card.entry.rejectReason || '';
-      p.reasonInput.focus();
+      p.reasonInput.focus({ preventScroll: true });
     } else {
       p.editInput.value = prettyInputs(card.entry.inputs);
-      p.editInput.focus();
+      p.editInput.focus({ preventScroll: true });
     }
+    // The whole form, its buttons too, comes into view (focus alone may show only part of
+    // the box on a small screen, and never the buttons below it).
+    (form === 'deny' ? p.denyForm : p.editForm).scrollIntoView({ block: 'nearest' });
   }
 
   #closeForm(card, { focus = true } = {}) {

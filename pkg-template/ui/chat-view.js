@@ -1,52 +1,30 @@
 // The chat view of the demo app and the <gatehouse-chat> widget: the message log
 // (streamed answers), the approval cards, the error banner with Retry, and the composer.
-// It talks to one Gatehouse `Agent` at a time (`setAgent`). Every string from the model, a
-// tool or the user is rendered as text (textContent), never as HTML.
+// It talks to one Gatehouse `Agent` at a time (`setAgent`). Every string from a tool or the
+// user is rendered as text (textContent), never as HTML; the model's answers as sanitized
+// Markdown (markdown.js).
 
-import { ApprovalCards, h, isSuspended, prettyInputs } from './cards.js';
+import { Announcer } from './announcer.js';
+import { ApprovalCards, h, isSuspended } from './cards.js';
+import { describeError, retryNote } from './errors.js';
+import { setMarkdown } from './markdown.js';
+import { MessageList, messageText } from './message-list.js';
 
 const PAGE = 200; // messages shown; older ones stay in IndexedDB
-
-/** The text of a message's content blocks. */
-export function messageText(message) {
-  const blocks = Array.isArray(message?.content) ? message.content : [];
-  return blocks
-    .map((b) => (b && b.type === 'text' ? String(b.content ?? '') : `[${b?.type ?? 'block'}]`))
-    .filter((s) => s.length > 0)
-    .join('\n\n');
-}
-
-/** A result string, pretty-printed when it is JSON. */
-function prettyResult(result) {
-  if (typeof result !== 'string') return prettyInputs(result);
-  try {
-    const v = JSON.parse(result);
-    return typeof v === 'string' ? v : JSON.stringify(v, null, 2);
-  } catch {
-    return result;
-  }
-}
-
-function oneLine(inputs) {
-  let s;
-  try {
-    s = JSON.stringify(inputs ?? {});
-  } catch {
-    s = String(inputs);
-  }
-  return s.length > 120 ? `${s.slice(0, 117)}…` : s;
-}
 
 function isGatehouseError(e) {
   return e && e.name === 'GatehouseError';
 }
 
+let hintIds = 0;
+
 export class ChatView {
   /**
    * @param {{ root: HTMLElement, tools?: object[], labels?: Record<string,string>, suggestions?: string[],
-   *   intro?: string, onChange?: () => void, onBusy?: (busy: boolean) => void }} o
+   *   intro?: string, onChange?: () => void, onBusy?: (busy: boolean) => void,
+   *   onOpenSettings?: () => void }} o
    */
-  constructor({ root, tools = [], labels = {}, suggestions = [], intro = '', onChange, onBusy }) {
+  constructor({ root, tools = [], labels = {}, suggestions = [], intro = '', onChange, onBusy, onOpenSettings }) {
     this.root = root;
     root.classList.add('gh-chat');
     this.suggestions = suggestions;
@@ -62,6 +40,7 @@ export class ChatView {
     this.abort = null;
     this.error = null; // { text, retry: bool }
     this.stream = null; // the streaming bubble's parts
+    this.announcer = new Announcer();
 
     this.cards = new ApprovalCards({
       labels, tools,
@@ -70,14 +49,19 @@ export class ChatView {
       onAlwaysAllow: (entry) => this.alwaysAllow(entry),
     });
     this.labels = this.cards.labels; // one map: the cards' and the log's names of the tools
-    this.list = h('div', { class: 'gh-messages' });
+    this.log = new MessageList(this.labels);
     this.streamSlot = h('div', { class: 'gh-stream-slot' });
     this.bannerText = h('p', { class: 'gh-banner-text' });
     this.retryBtn = h('button', { type: 'button', class: 'gh-btn gh-retry', onclick: () => this.retry() }, 'Retry');
+    // A refused key: the fix is in the app's settings, when it has some (`onOpenSettings`).
+    this.onOpenSettings = onOpenSettings ?? null;
+    this.settingsBtn = h('button', { type: 'button', class: 'gh-btn gh-open-settings', hidden: true,
+      onclick: () => this.onOpenSettings?.() }, 'Open settings');
     this.banner = h('div', { class: 'gh-banner', role: 'alert', hidden: true },
-      h('span', { class: 'gh-banner-icon', 'aria-hidden': 'true' }, '!'), this.bannerText, this.retryBtn);
-    this.scroller = h('div', { class: 'gh-log', role: 'log', 'aria-live': 'polite', 'aria-label': 'Conversation' },
-      this.list, this.streamSlot, this.cards.el, this.banner);
+      h('span', { class: 'gh-banner-icon', 'aria-hidden': 'true' }, '!'), this.bannerText, this.settingsBtn, this.retryBtn);
+    // Not a live region (the announcer is): focusable, so the keyboard can scroll it.
+    this.scroller = h('div', { class: 'gh-log', role: 'region', tabindex: '0', 'aria-label': 'Conversation' },
+      this.log.el, this.streamSlot, this.cards.el, this.banner);
 
     this.input = h('textarea', {
       class: 'gh-input', rows: '1', placeholder: 'Message the agent…', 'aria-label': 'Message',
@@ -85,7 +69,9 @@ export class ChatView {
     });
     this.sendBtn = h('button', { type: 'submit', class: 'gh-btn gh-primary gh-send' }, 'Send');
     this.stopBtn = h('button', { type: 'button', class: 'gh-btn gh-stop', hidden: true, onclick: () => this.abort?.abort() }, 'Stop');
-    this.hint = h('p', { class: 'gh-hint', 'aria-live': 'polite' });
+    // The hint describes the message box (read when it takes focus); it is not live.
+    this.hint = h('p', { class: 'gh-hint', id: `gh-hint-${++hintIds}` });
+    this.input.setAttribute('aria-describedby', this.hint.id);
     this.form = h('form', { class: 'gh-composer' },
       h('div', { class: 'gh-composer-row' }, this.input, this.stopBtn, this.sendBtn), this.hint);
     this.form.addEventListener('submit', (e) => {
@@ -102,7 +88,7 @@ export class ChatView {
       this.#autosize();
       this.updateControls();
     });
-    root.append(this.scroller, this.form);
+    root.append(this.scroller, this.form, this.announcer.el);
     this.stick = true; // follow new content unless the reader scrolled up
     this.scroller.addEventListener('scroll', () => {
       const el = this.scroller;
@@ -190,12 +176,19 @@ export class ChatView {
 
   canSend() {
     return !!this.agent && !this.busy && !this.loading && !isSuspended(this.tail) &&
-      !this.#interrupted() && this.input.value.trim().length > 0;
+      !this.#awaitingResults() && this.input.value.trim().length > 0;
   }
 
   #interrupted() {
     const s = this.agent?.status();
     return s === 'interrupted' || s === 'awaiting_tool_results';
+  }
+
+  /** External tools wait for their results: no new message until they have them. After an
+   *  interrupted run (Stop, a network error) a new message is accepted: one model call then
+   *  answers it and the unanswered one. */
+  #awaitingResults() {
+    return this.agent?.status() === 'awaiting_tool_results';
   }
 
   /** Reads the thread from the agent (its last PAGE messages) and renders it. */
@@ -230,7 +223,7 @@ export class ChatView {
   async send(text = this.input.value) {
     text = text.trim();
     if (!text || !this.agent || this.busy || this.loading) return;
-    if (isSuspended(this.tail) || this.#interrupted()) return; // locked: nothing is sent
+    if (isSuspended(this.tail) || this.#awaitingResults()) return; // locked: nothing is sent
     this.input.value = '';
     this.#autosize();
     const res = await this.#run((opts) => this.agent.chat(text, opts), { scroll: true });
@@ -314,11 +307,14 @@ export class ChatView {
     this.updateControls();
     this.onChange();
     if (isSuspended(this.tail)) {
+      this.announcer.say(`${this.cards.title.textContent}. ${this.cards.summary.textContent}`);
       // Focus goes to the approvals heading, never to an Approve button.
       const active = this.root.getRootNode().activeElement;
       if (!active || active === this.input || active === document.body || !this.root.contains(active)) this.cards.focus();
-    } else if (res.ok && !this.input.disabled) {
-      this.input.focus({ preventScroll: true });
+    } else if (!this.input.disabled) {
+      // After a run, and after Stop (whose button is gone now), typing goes on in the message box.
+      const active = this.root.getRootNode().activeElement;
+      if (res.ok || !active || active === document.body || active === this.stopBtn) this.input.focus({ preventScroll: true });
     }
     this.#scrollToBottom(false);
     return res;
@@ -337,37 +333,20 @@ export class ChatView {
 
   #showError(e) {
     if (!e) return;
-    const code = isGatehouseError(e) ? e.code : 'error';
     const canRetry = this.agent?.status() === 'interrupted';
-    let text;
-    switch (code) {
-      case 'network':
-        text = navigator.onLine === false
-          ? 'You are offline. Your message is saved and will be sent when the connection is back.'
-          : `Could not reach the model server. ${canRetry ? 'Your message is saved: retry when it is reachable.' : ''}`;
-        break;
-      case 'provider':
-        text = `The model server could not answer: ${e.message}`;
-        break;
-      case 'aborted':
-        text = 'Stopped. Your message is kept: Retry asks the model again.';
-        break;
-      case 'conflict':
-        text = 'This thread changed in another tab; showing its latest state.';
-        break;
-      default:
-        text = `${code === 'error' ? 'Error' : code}: ${e?.message ?? e}`;
-    }
-    this.setError(text.trim(), canRetry, code === 'network' || code === 'aborted' ? 'notice' : 'error');
+    const offline = typeof navigator !== 'undefined' && navigator.onLine === false;
+    const { text, kind, settings } = describeError(e, { canRetry, offline, hasSettings: !!this.onOpenSettings });
+    this.setError(text, canRetry, kind, { settings: !!settings });
   }
 
   /** Shows (or, with null, hides) the banner; `kind` is "error" (red) or "notice" (amber). */
-  setError(text, retry = false, kind = 'error') {
+  setError(text, retry = false, kind = 'error', { settings = false } = {}) {
     this.error = text ? { text, retry } : null;
     this.banner.dataset.kind = kind;
     this.banner.hidden = !text;
     this.bannerText.textContent = text || '';
     this.retryBtn.hidden = !retry;
+    this.settingsBtn.hidden = !(text && settings && this.onOpenSettings);
     this.banner.dataset.retry = String(!!retry);
   }
 
@@ -375,9 +354,13 @@ export class ChatView {
 
   #onEvent(ev) {
     switch (ev.type) {
-      case 'text_delta':
-        this.#streamBubble().text.textContent += ev.delta;
+      case 'text_delta': {
+        const s = this.#streamBubble();
+        s.raw += ev.delta;
+        // The answer so far is rendered as Markdown at most once a frame.
+        s.frame ||= requestAnimationFrame(() => this.#paintStream(s));
         break;
+      }
       case 'tool_call_started': {
         const s = this.#streamBubble();
         const args = h('code', { class: 'gh-call-args' });
@@ -396,17 +379,27 @@ export class ChatView {
         break;
       }
       case 'retry': {
+        // The note counts down to the next attempt; the announcer says it once.
         const s = this.#streamBubble();
-        s.note.textContent = `Connection problem (${ev.error?.code ?? 'error'}); trying again in ` +
-          `${Math.max(1, Math.round((ev.delayMs ?? 0) / 1000))} s (attempt ${ev.attempt + 1})…`;
+        const at = Date.now() + (ev.delayMs ?? 0);
+        const tick = () => {
+          s.note.textContent = retryNote(ev, at - Date.now());
+        };
+        tick();
         s.note.hidden = false;
+        clearInterval(s.countdown);
+        s.countdown = setInterval(() => (Date.now() < at ? tick() : clearInterval(s.countdown)), 1000);
+        this.announcer.say(s.note.textContent);
         break;
       }
-      case 'message':
+      case 'message': {
         this.#endStream();
         this.messages.push(ev.message);
         this.render();
+        // A finished answer is announced once, as the text it shows.
+        if (ev.message.role === 'assistant') this.announcer.say(this.log.shownText(ev.message));
         break;
+      }
       case 'message_updated': {
         const i = this.messages.findIndex((m) => m.__id === ev.message.__id);
         if (i >= 0) this.messages[i] = ev.message;
@@ -428,17 +421,33 @@ export class ChatView {
 
   #streamBubble() {
     if (this.stream) return this.stream;
-    const text = h('div', { class: 'gh-bubble-text' });
+    const text = h('div', { class: 'gh-bubble-text gh-md' });
+    const caret = h('span', { class: 'gh-caret', 'aria-hidden': 'true' });
     const calls = h('ul', { class: 'gh-calls' });
     const note = h('p', { class: 'gh-stream-note', hidden: true });
     const el = h('div', { class: 'gh-turn gh-assistant gh-streaming', 'aria-busy': 'true' },
-      h('div', { class: 'gh-bubble' }, text, h('span', { class: 'gh-caret', 'aria-hidden': 'true' })), calls, note);
+      h('div', { class: 'gh-bubble' }, text, caret), calls, note);
     this.streamSlot.replaceChildren(el);
-    this.stream = { el, text, calls, note, args: [] };
+    this.stream = { el, text, caret, calls, note, args: [], raw: '', frame: 0, countdown: 0 };
     return this.stream;
   }
 
+  /** Renders the streamed answer so far; the caret follows its last line. */
+  #paintStream(s) {
+    s.frame = 0;
+    if (this.stream !== s) return;
+    setMarkdown(s.text, s.raw);
+    let at = s.text; // the caret goes at the end of the last line of text
+    while (at.lastElementChild && /^(P|UL|OL|LI|BLOCKQUOTE|H[1-6])$/.test(at.lastElementChild.tagName)) at = at.lastElementChild;
+    at.append(s.caret);
+    this.#scrollToBottom(false);
+  }
+
   #endStream() {
+    if (this.stream) {
+      cancelAnimationFrame(this.stream.frame);
+      clearInterval(this.stream.countdown);
+    }
     this.stream = null;
     this.streamSlot.replaceChildren();
   }
@@ -446,22 +455,10 @@ export class ChatView {
   // ---------------------------------------------------------------- rendering
 
   render() {
-    const results = new Map();
-    for (const m of this.messages) {
-      if (m.type === 'tool_call_result') for (const t of m.tools ?? []) results.set(t.callId, t.result);
-    }
-    const tail = this.tail;
-    const nodes = [];
-    if (this.hiddenCount > 0) {
-      nodes.push(h('p', { class: 'gh-older' }, `${this.hiddenCount} earlier message(s) are not shown.`));
-    }
-    for (const m of this.messages) {
-      const el = this.#renderMessage(m, results, m === tail);
-      if (el) nodes.push(el);
-    }
-    if (nodes.length === 0 && !this.busy) nodes.push(this.#emptyState());
-    this.list.replaceChildren(...nodes);
-    this.cards.update(tail, { busy: this.busy || this.loading });
+    this.log.render(this.messages, {
+      hiddenCount: this.hiddenCount, busy: this.busy, empty: () => this.#emptyState(),
+    });
+    this.cards.update(this.tail, { busy: this.busy || this.loading });
     this.updateControls();
   }
 
@@ -472,55 +469,6 @@ export class ChatView {
       h('p', { class: 'gh-empty-title' }, 'Start a conversation'),
       this.intro ? h('p', { class: 'gh-empty-text' }, this.intro) : null,
       chips.length ? h('div', { class: 'gh-chips' }, chips) : null);
-  }
-
-  #renderMessage(m, results, isTail) {
-    if (m.type === 'tool_call_result') return null; // shown with their calls
-    const text = messageText(m);
-    if (m.role === 'user') {
-      return h('div', { class: 'gh-turn gh-user', dataset: { id: m.__id } }, h('div', { class: 'gh-bubble' }, text));
-    }
-    const turn = h('div', { class: 'gh-turn gh-assistant', dataset: { id: m.__id } });
-    if (text) turn.append(h('div', { class: 'gh-bubble' }, text));
-    if (m.type === 'tool_call') {
-      const suspended = isTail && isSuspended(m);
-      // In a suspended tail, the gated entries are the approval cards below.
-      const entries = (m.tools ?? []).filter((t) => !(suspended && typeof t.approval === 'string'));
-      if (entries.length) {
-        turn.append(h('ul', { class: 'gh-calls' }, entries.map((t) => this.#renderCall(t, results, suspended))));
-      }
-    }
-    if (!turn.childElementCount) return null;
-    return turn;
-  }
-
-  #renderCall(t, results, waiting) {
-    const result = results.has(t.callId) ? results.get(t.callId) : t.result;
-    let state;
-    let badge;
-    if (t.approval === 'approved') [state, badge] = ['approved', 'Approved'];
-    else if (t.approval === 'rejected') [state, badge] = ['rejected', 'Denied'];
-    else if (t.approval === 'pending') [state, badge] = ['pending', 'Waiting for you'];
-    else if (t.approval === 'expired') [state, badge] = ['expired', 'Expired, not run'];
-    else if (waiting) [state, badge] = ['pending', 'Runs after your decision'];
-    else [state, badge] = ['auto', 'Ran automatically'];
-    if (t.approval !== 'rejected' && state !== 'pending' && (result === null || result === undefined)) {
-      badge = this.busy ? 'Running…' : 'Not run yet';
-    }
-    const li = h('li', { class: 'gh-call', dataset: { state, callId: t.callId } },
-      h('div', { class: 'gh-call-head' },
-        h('span', { class: 'gh-call-name' }, this.labels[t.name] || t.name),
-        h('code', { class: 'gh-call-args', title: prettyInputs(t.inputs) }, oneLine(t.inputs)),
-        h('span', { class: 'gh-badge', dataset: { state } }, badge)));
-    if (t.approval === 'rejected') {
-      li.append(h('p', { class: 'gh-call-reject' }, t.rejectReason ? `Your reason: ${t.rejectReason}` : 'No reason given.'));
-    } else if (t.approval === 'expired') {
-      li.append(h('p', { class: 'gh-call-reject' }, 'Nobody decided in time, so it did not run.'));
-    } else if (result !== null && result !== undefined) {
-      li.append(h('details', { class: 'gh-call-result' },
-        h('summary', {}, 'Result'), h('pre', {}, prettyResult(result))));
-    }
-    return li;
   }
 
   updateControls() {
@@ -537,7 +485,8 @@ export class ChatView {
     if (!this.agent || this.loading) hint = 'Loading…';
     else if (pending) hint = 'Approve or deny every action above to unlock the message box.';
     else if (this.busy) hint = 'The agent is answering…';
-    else if (interrupted) hint = 'Your last message has not been answered yet: use Retry above.';
+    else if (interrupted && this.#awaitingResults()) hint = 'Waiting for the results of tools the app runs.';
+    else if (interrupted) hint = 'Your last message has not been answered yet: Retry above, or send a new message.';
     else hint = 'Enter to send, Shift+Enter for a new line.';
     this.hint.textContent = hint;
     this.input.placeholder = pending ? 'Waiting for your decision…' : 'Message the agent…';

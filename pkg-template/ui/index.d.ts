@@ -65,10 +65,14 @@ export interface ChatViewOptions {
   onChange?: () => void;
   /** When a run starts and ends. */
   onBusy?: (busy: boolean) => void;
+  /** Opens the app's model settings: with it, a call the server refused (HTTP 401 or 403)
+   *  shows "Open settings" in the error banner. */
+  onOpenSettings?: () => void;
 }
 
-/** The chat: the message log with streamed answers, the approval cards, the error banner with
- *  Retry, and the composer (locked while anything is pending). */
+/** The chat: the message log with streamed answers (as sanitized Markdown), the approval
+ *  cards, the error banner with Retry, and the composer (locked while anything is pending).
+ *  New text is announced through a polite live region of its own. */
 export declare class ChatView {
   constructor(options: ChatViewOptions);
   readonly agent: Agent | null;
@@ -86,7 +90,9 @@ export declare class ChatView {
   alwaysAllow(entry: ToolEntry): Promise<void>;
   /** Re-reads the thread (done when the page becomes visible again). */
   refresh(): Promise<void>;
-  setError(text: string | null, retry?: boolean, kind?: "error" | "notice"): void;
+  /** Shows (or, with null, hides) the banner; `settings` adds "Open settings" when the view
+   *  has `onOpenSettings`. */
+  setError(text: string | null, retry?: boolean, kind?: "error" | "notice", options?: { settings?: boolean }): void;
   /** Starts (the constructor does) and stops following `online`/`offline` and page visibility. */
   listen(): void;
   destroy(): void;

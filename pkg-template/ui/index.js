@@ -3,5 +3,6 @@
 // theming). Importing this module defines <gatehouse-chat> unless the page defined one.
 
 export { ApprovalCards, approvalEntries, isSuspended, prettyInputs, h } from './cards.js';
-export { ChatView, messageText } from './chat-view.js';
+export { ChatView } from './chat-view.js';
+export { messageText } from './message-list.js';
 export { GatehouseChat } from './widget.js';

@@ -113,6 +113,63 @@ test('StrictMode: the thread opens once; chat streams, the card waits, approve c
   assert.deepEqual(errors, []);
 });
 
+test('reject with a reason: the model gets the reason verbatim, nothing runs', T, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const sc = await h.scenario([call('call_r', '/keep'), { text: 'Understood, I will keep it.' }]);
+  const { page, errors } = await tab(context, { thread: uid('t'), db: uid('db'), sc });
+  await send(page, 'delete /keep');
+  const card = page.locator('.card[data-call-id="call_r"]');
+  await card.waitFor();
+  await card.locator('.reason').fill('Keep it: the audit is next week');
+  await card.locator('.deny').click();
+  await page.locator('#last', { hasText: 'Understood' }).waitFor();
+  await page.locator('#chat[data-status="idle"]').waitFor();
+  const p = await probe(page);
+  assert.deepEqual(p.executed, [], 'the rejected call never ran');
+  assert.deepEqual(p.results, ['awaiting_approval', 'completed']);
+  const requests = await sc.requests();
+  assert.equal(requests.length, 2);
+  const toolMessage = requests[1].body.messages.find((m) => m.role === 'tool');
+  assert.equal(toolMessage.tool_call_id, 'call_r');
+  assert.equal(toolMessage.content, 'TOOL NOT EXECUTED. The user rejected this action. User instruction: Keep it: the audit ' +
+    'is next week. Do not attempt this tool again. Follow the user\'s instruction or reconsider your plan.');
+  assert.deepEqual(errors, []);
+});
+
+test('reload mid-approval: the card comes back from IndexedDB, and approving it completes the run', T, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const sc = await h.scenario([call('call_l', '/later'), { text: 'Deleted /later after the reload.' }]);
+  const args = { thread: uid('t'), db: uid('db'), sc };
+  const first = await tab(context, args);
+  await send(first.page, 'delete /later');
+  await first.page.locator('.card[data-call-id="call_l"]').waitFor();
+  assert.deepEqual(first.errors, []);
+
+  await first.page.reload();
+  await first.page.locator('#chat[data-ready="true"]').waitFor();
+  const { page } = first;
+  const card = page.locator('.card[data-call-id="call_l"]');
+  await card.waitFor();
+  await page.locator('#chat[data-status="awaiting_approval"]').waitFor();
+  assert.equal(await page.locator('#composer input').isDisabled(), true, 'still locked after the reload');
+  assert.match(await card.innerText(), /delete_file \{"path":"\/later"\}/);
+  let p = await probe(page);
+  assert.deepEqual(p.opens, [args.thread], 'this page load opened the thread once');
+  assert.deepEqual(p.executed, []);
+
+  await card.locator('.approve').click();
+  await page.locator('#last', { hasText: 'Deleted /later after the reload.' }).waitFor();
+  await page.locator('#chat[data-status="idle"]').waitFor();
+  await card.waitFor({ state: 'detached' });
+  p = await probe(page);
+  assert.deepEqual(p.executed, ['/later'], 'the tool ran once, in the reloaded page');
+  assert.deepEqual(p.results, ['completed']);
+  assert.equal((await sc.requests()).length, 2, 'no model request was repeated by the reload');
+  assert.deepEqual(first.errors, []);
+});
+
 test('two tabs stay in step: the other tab\'s card goes without any action in it, and its next message is accepted', T, async (t) => {
   const context = await h.newContext();
   t.after(() => context.close().catch(() => {}));

@@ -30,7 +30,9 @@ test('approve: the card runs the tool once approved', { timeout: 60_000 }, async
 
     await card.locator('.gh-approve').click();
     const summary = await waitForAssistant(page, 'Tool results');
-    assert.match(summary, /^\(demo\) Tool results:\n- delete_file returned: \{"deleted":"C:\/old_logs.txt"\}/);
+    // The demo model's "- " list is rendered as Markdown: a list item.
+    assert.match(summary, /^\(demo\) Tool results:\n\ndelete_file returned: \{"deleted":"C:\/old_logs.txt"\}/);
+    assert.equal(await page.locator('.gh-messages .gh-assistant .gh-md li', { hasText: 'delete_file returned' }).count(), 1);
     await page.locator('.gh-approvals').waitFor({ state: 'hidden' });
     const line = page.locator('.gh-call[data-state="approved"]');
     assert.match(await line.innerText(), /Delete file[\s\S]*Approved/);

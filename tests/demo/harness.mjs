@@ -68,9 +68,9 @@ after(async () => {
  * A fresh browser context and page. Uncaught page errors are collected in `errors`;
  * `done()` closes the context and fails the test if there were any.
  */
-export async function newPage({ viewport = { width: 1200, height: 800 } } = {}) {
+export async function newPage({ viewport = { width: 1200, height: 800 }, colorScheme = 'light', bypassCSP = false } = {}) {
   const h = await harness();
-  const context = await h.browser.newContext({ viewport, deviceScaleFactor: 1, colorScheme: 'light' });
+  const context = await h.browser.newContext({ viewport, deviceScaleFactor: 1, colorScheme, bypassCSP });
   context.setDefaultTimeout(WAIT);
   const page = await context.newPage();
   const errors = [];
@@ -138,4 +138,48 @@ export async function scenario(id, turns) {
 export async function scenarioRequests(id) {
   const h = await harness();
   return (await fetch(`${h.url}/__scenarios/${id}/requests`)).json();
+}
+
+/** Makes the demo app use the model server at `baseUrl` (OpenAI wire format) from its first load. */
+export async function useModel(page, baseUrl) {
+  await page.addInitScript((url) => {
+    localStorage.setItem('gatehouse-demo.settings', JSON.stringify({
+      provider: 'openai', rememberKey: false,
+      openai: { baseUrl: url, model: 'mock-model' }, anthropic: { baseUrl: 'https://api.anthropic.com', model: 'm' },
+    }));
+  }, baseUrl);
+}
+
+/**
+ * Counts the characters that enter the live regions under `rootSelector` (elements with
+ * `aria-live` other than "off", or role log, status or alert — in the document or an open
+ * shadow root): text of inserted nodes and growth of changed text nodes. Read it with
+ * `announced(page)`.
+ */
+export async function countAnnouncements(page, host = null) {
+  await page.evaluate((hostSel) => {
+    const root = hostSel ? document.querySelector(hostSel).shadowRoot : document;
+    const live = (node) => {
+      const el = node.nodeType === 1 ? node : node.parentElement;
+      return el?.closest('[aria-live]:not([aria-live="off"]), [role="log"], [role="status"], [role="alert"]');
+    };
+    window.__announced = { chars: 0, texts: [] };
+    const count = (text) => {
+      window.__announced.chars += text.length;
+      if (text.trim()) window.__announced.texts.push(text);
+    };
+    new MutationObserver((records) => {
+      for (const r of records) {
+        if (r.type === 'childList' && live(r.target)) {
+          for (const n of r.addedNodes) count(n.textContent ?? '');
+        } else if (r.type === 'characterData' && live(r.target)) {
+          count(r.target.data.slice(Math.min(r.oldValue?.length ?? 0, r.target.data.length)));
+        }
+      }
+    }).observe(root, { subtree: true, childList: true, characterData: true, characterDataOldValue: true });
+  }, host);
+}
+
+export async function announced(page) {
+  return page.evaluate(() => window.__announced);
 }

@@ -39,10 +39,10 @@ test('XSS attempts in tool inputs are shown as text', { timeout: 60_000 }, async
     const injected = await page.evaluate(() => ({
       xss: window.__xss,
       imgs: [...document.querySelectorAll('img')].map((i) => i.getAttribute('src')),
-      scripts: [...document.querySelectorAll('script')].map((s) => s.getAttribute('src')),
+      scripts: [...document.querySelectorAll('script')].map((s) => s.type === 'importmap' ? 'importmap' : s.getAttribute('src')),
       bold: document.querySelectorAll('main b').length,
     }));
-    assert.deepEqual(injected, { xss: undefined, imgs: ['./icon.svg'], scripts: ['./app.js'], bold: 0 });
+    assert.deepEqual(injected, { xss: undefined, imgs: ['./icon.svg'], scripts: ['importmap', './app.js'], bold: 0 });
 
     // Reloaded from IndexedDB: still text.
     await page.reload();

@@ -19,7 +19,8 @@ const tarball = path.join(work, sh("npm", ["pack", "--silent", "--pack-destinati
 // and CSS), the docs. No raw wasm typings, no build leftovers.
 const listing = sh("tar", ["tzf", tarball], work).trim().split("\n").sort();
 const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gatehouse_bg.wasm", "gatehouse_wasm.d.ts", "gatehouse_wasm.js", "package.json",
-  "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/cards.js", "ui/chat-view.js", "ui/widget.js", "ui/gatehouse.css"];
+  "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/announcer.js", "ui/cards.js", "ui/chat-view.js", "ui/errors.js",
+  "ui/markdown.js", "ui/message-list.js", "ui/widget.js", "ui/gatehouse.css"];
 const unexpected = listing.filter((f) => !wanted.includes(f.replace(/^package\//, "")) && !/^package\/snippets\/[^/]+\/.+\.js$/.test(f));
 const missing = wanted.filter((f) => !listing.includes("package/" + f));
 if (unexpected.length || missing.length || !listing.some((f) => f.endsWith("/src/js/error.js"))) {
@@ -40,10 +41,15 @@ for (const [sub, [types, js]] of Object.entries(subpaths)) {
   }
 }
 if (manifest.exports["./ui.css"] !== "./ui/gatehouse.css") throw new Error(`exports["./ui.css"]: ${manifest.exports["./ui.css"]}`);
-// React is an optional peer: never bundled, never installed for apps without it.
-if (!manifest.peerDependencies?.react || manifest.peerDependenciesMeta?.react?.optional !== true || manifest.dependencies) {
-  throw new Error(`react must be an optional peer dependency and the package have no dependencies: ${JSON.stringify([manifest.peerDependencies, manifest.peerDependenciesMeta, manifest.dependencies])}`);
+// React is an optional peer: never bundled, never installed for apps without it. The only
+// dependencies are the ui kit's Markdown renderer and sanitizer.
+if (!manifest.peerDependencies?.react || manifest.peerDependenciesMeta?.react?.optional !== true
+  || JSON.stringify(Object.keys(manifest.dependencies ?? {}).sort()) !== '["dompurify","marked"]') {
+  throw new Error(`react must be an optional peer dependency and marked and dompurify the only dependencies: ${JSON.stringify([manifest.peerDependencies, manifest.peerDependenciesMeta, manifest.dependencies])}`);
 }
+// Only gatehouse-agent/ui imports them: the main entry and the React hooks never load them.
+const importers = sh("grep", ["-rlE", "from ['\"](marked|dompurify)['\"]", "."], path.join(root, "pkg")).trim().split("\n").sort();
+if (JSON.stringify(importers) !== '["./ui/markdown.js"]') throw new Error(`marked and dompurify are imported by ${importers}, not only ui/markdown.js`);
 if (!Array.isArray(manifest.sideEffects) || manifest.sideEffects.some((f) => /gatehouse(_wasm)?\.js$|snippets/.test(f))) {
   throw new Error(`sideEffects must leave the main entry side-effect free: ${JSON.stringify(manifest.sideEffects)}`);
 }
@@ -77,7 +83,7 @@ fs.writeFileSync(path.join(viteApp, "check.ts"), [
   'const tool = defineTool({ name: "t", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }, execute: ({ path }) => path.length });',
   'const agent = await Agent.open({ threadId: "t", tools: [tool] });',
   'const next: () => Promise<AgentState> = () => agent.chat("hi");',
-  'const view = new ChatView({ root: document.body, suggestions: ["hi"] });',
+  'const view = new ChatView({ root: document.body, suggestions: ["hi"], onOpenSettings: () => view.setError(null, false, "notice", { settings: true }) });',
   'await view.setAgent(agent);',
   'const cards = new ApprovalCards({ onDecide: (id, d) => agent.submitDecisions({ [id]: d }) });',
   'const widget: GatehouseChat = document.createElement("gatehouse-chat");',
@@ -138,7 +144,8 @@ for (const [name, dir] of [["plain", plain], ["vite", dist]]) {
 }
 
 // gatehouse-agent/react from the tarball in a Vite app (StrictMode): chat, the pending call,
-// approve, done, no page errors.
+// deny it with a reason (the demo model quotes it), chat again, reload while that call waits:
+// it is pending again after the reload, approve, done, no page errors.
 {
   const server = await serve(reactDist);
   const page = await browser.newPage();
@@ -148,9 +155,17 @@ for (const [name, dir] of [["plain", plain], ["vite", dist]]) {
   try {
     await page.goto(server.url + "/");
     await page.waitForSelector("body[data-done]", { timeout: 30000 });
+    if (await page.getAttribute("body", "data-done") === "pending") {
+      await page.reload();
+      await page.waitForSelector("body[data-done]", { timeout: 30000 });
+    }
     const done = await page.getAttribute("body", "data-done");
-    const log = await page.textContent("#log");
-    const ok = done === "ok" && log.includes('pending:delete_file {"path":"C:/old_logs.txt"}') && log.includes("awaiting_approval")
+    // What the app saw, across the reload (it keeps it in sessionStorage).
+    const log = await page.evaluate(() => JSON.parse(sessionStorage.getItem("gatehouse-test")).seen.join("\n"));
+    const ok = done === "ok" && log.includes('pending:delete_file {"path":"C:/old_logs.txt"}')
+      && /answer:[^\n]*Tool results:\n- delete_file was not run: you rejected it \(Keep it for the audit\)/.test(log)
+      && log.includes('after reload pending:delete_file {"path":"C:/tmp/cache.txt"}')
+      && /answer:[^\n]*Tool results:\n- delete_file returned: \{"deleted":"C:\/tmp\/cache.txt"\}/.test(log)
       && errors.length === 0;
     console.log(`${ok ? "ok" : "not ok"} - gatehouse-agent/react in a Vite app (${done})\n${log.replace(/^/gm, "  # ")}`);
     if (!ok) { failed++; console.log(errors.join("\n")); }

@@ -80,7 +80,11 @@ function Chat() {
           <li className="card" key={t.callId} data-call-id={t.callId}>
             {t.name} {JSON.stringify(t.inputs)}
             <button type="button" className="approve" onClick={() => decide({ [t.callId]: 'approve' })}>Approve</button>
-            <button type="button" className="deny" onClick={() => decide({ [t.callId]: ['reject', 'not now'] })}>Deny</button>
+            <input className="reason" aria-label="Reason" />
+            <button type="button" className="deny" onClick={(e) => {
+              const why = e.currentTarget.parentElement.querySelector('.reason').value.trim();
+              decide({ [t.callId]: ['reject', why || 'not now'] });
+            }}>Deny</button>
           </li>
         ))}
       </ul>

@@ -1,0 +1,60 @@
+// What the chat view says about a failed call and a retry, in words a person can act on:
+// a key the server refused points to the settings, a rate limit says when the next try is.
+
+function isGatehouseError(e) {
+  return !!e && e.name === 'GatehouseError';
+}
+
+/** Seconds until a retry, from the SDK's `retry` event or an error's `retryAfter`. */
+export function seconds(ms) {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+/**
+ * The banner for a failed call: `{ text, kind, settings }` where `kind` is "error" or "notice"
+ * and `settings` says the fix is in the model settings (a refused key).
+ */
+export function describeError(e, { canRetry = false, offline = false, hasSettings = false } = {}) {
+  const code = isGatehouseError(e) ? e.code : 'error';
+  const saved = canRetry ? ' Your message is saved: Retry sends it again.' : '';
+  switch (code) {
+    case 'network':
+      return offline
+        ? { text: 'You are offline. Your message is saved and will be sent when the connection is back.', kind: 'notice' }
+        : { text: `Could not reach the model server.${canRetry ? ' Your message is saved: retry when it is reachable.' : ''}`, kind: 'notice' };
+    case 'provider':
+      if (e.status === 401 || e.status === 403) {
+        const fix = hasSettings ? 'check the API key and the model in the settings' : 'its API key or model was not accepted';
+        return {
+          text: `The model server refused the request (HTTP ${e.status}): ${fix}.${saved}`,
+          kind: 'error',
+          settings: true,
+        };
+      }
+      if (e.status === 429) {
+        const after = Number(e.retryAfter);
+        const when = Number.isFinite(after) && after > 0 ? ` It asks to wait ${Math.ceil(after)} s.` : '';
+        return { text: `The model server is rate limiting requests (HTTP 429) and the retries ran out.${when}${saved}`, kind: 'error' };
+      }
+      return { text: `The model server could not answer: ${e.message}`, kind: 'error' };
+    case 'aborted':
+      return { text: 'Stopped. Your message is kept: Retry asks the model again, or send a new message.', kind: 'notice' };
+    case 'conflict':
+      return { text: 'This thread changed in another tab; showing its latest state.', kind: 'error' };
+    default:
+      return { text: `${code === 'error' ? 'Error' : code}: ${e?.message ?? e}`, kind: 'error' };
+  }
+}
+
+/**
+ * The note under a streaming answer while the SDK waits to try a failed model call again
+ * (its `retry` event), `left` ms before the next attempt. The event carries the error's code
+ * and message, not its HTTP status: a rate limit is recognised by the status the SDK's
+ * provider-error message states ("answered HTTP 429").
+ */
+export function retryNote(ev, left) {
+  const s = seconds(left);
+  const attempt = `attempt ${ev.attempt + 1}`;
+  if (/\bHTTP 429\b/.test(ev.error?.message ?? '')) return `Rate limited — retrying in ${s} s (${attempt})…`;
+  return `Connection problem (${ev.error?.code ?? 'error'}); trying again in ${s} s (${attempt})…`;
+}
