@@ -67,11 +67,14 @@ pub enum Event<'a> {
     },
 }
 
-/// The error of a `retry` event: the error's stable code and its message.
+/// The error of a `retry` event: the error's stable code, its message, and for a provider's
+/// HTTP error its status (a UI tells a rate limit, 429, from an outage by it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventError {
     pub code: String,
     pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
 }
 
 impl<'a> Event<'a> {

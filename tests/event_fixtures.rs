@@ -57,6 +57,7 @@ fn examples() -> Vec<Event<'static>> {
             error: EventError {
                 code: "provider".into(),
                 message: "the provider answered HTTP 529: overloaded".into(),
+                status: Some(529),
             },
         },
         Event::Completed {

@@ -48,13 +48,12 @@ export function describeError(e, { canRetry = false, offline = false, hasSetting
 
 /**
  * The note under a streaming answer while the SDK waits to try a failed model call again
- * (its `retry` event), `left` ms before the next attempt. The event carries the error's code
- * and message, not its HTTP status: a rate limit is recognised by the status the SDK's
- * provider-error message states ("answered HTTP 429").
+ * (its `retry` event), `left` ms before the next attempt. A rate limit is the provider's HTTP
+ * status 429 (`ev.error.status`).
  */
 export function retryNote(ev, left) {
   const s = seconds(left);
   const attempt = `attempt ${ev.attempt + 1}`;
-  if (/\bHTTP 429\b/.test(ev.error?.message ?? '')) return `Rate limited — retrying in ${s} s (${attempt})…`;
+  if (ev.error?.status === 429) return `Rate limited — retrying in ${s} s (${attempt})…`;
   return `Connection problem (${ev.error?.code ?? 'error'}); trying again in ${s} s (${attempt})…`;
 }

@@ -83,6 +83,12 @@ pub async fn call(
                         error: EventError {
                             code: err.code().into(),
                             message: err.to_string(),
+                            status: match &err {
+                                AgentError::Provider(ProviderError::Http { status, .. }) => {
+                                    Some(*status)
+                                }
+                                _ => None,
+                            },
                         },
                     });
                 }

@@ -164,7 +164,9 @@ export type AgentEvent =
   | { type: "message"; message: Message }
   | { type: "message_updated"; message: Message }
   | { type: "tool_result"; callId: string; name: string; ok: boolean; result: unknown }
-  | { type: "retry"; attempt: number; delayMs: number; error: { code: string; message: string } }
+  | { type: "retry"; attempt: number; delayMs: number;
+      /** `status`: the HTTP status of a provider's error (429: rate limited). */
+      error: { code: string; message: string; status?: number } }
   | { type: "completed" | "awaiting_approval" | "awaiting_tool_results"; message: Message | null };
 
 export interface RunOptions {
