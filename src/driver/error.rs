@@ -16,6 +16,9 @@ pub enum AgentError {
     /// The caller's AbortSignal fired.
     Aborted,
     InvalidConfig(String),
+    /// The latest turn does not fit the model's context window (docs/design.md, "The context
+    /// window"): nothing was sent.
+    ContextOverflow(String),
 }
 
 impl AgentError {
@@ -27,6 +30,7 @@ impl AgentError {
             AgentError::Network(_) => "network",
             AgentError::Aborted => "aborted",
             AgentError::InvalidConfig(_) => "invalid_config",
+            AgentError::ContextOverflow(_) => "context_overflow",
         }
     }
 
@@ -37,7 +41,7 @@ impl AgentError {
             AgentError::Provider(e) => e.retryable(),
             AgentError::Network(_) => true,
             AgentError::Aborted => true,
-            AgentError::InvalidConfig(_) => false,
+            AgentError::InvalidConfig(_) | AgentError::ContextOverflow(_) => false,
         }
     }
 
@@ -61,6 +65,7 @@ impl fmt::Display for AgentError {
             AgentError::Network(m) => write!(f, "network error: {m}"),
             AgentError::Aborted => f.write_str("the operation was aborted"),
             AgentError::InvalidConfig(m) => write!(f, "invalid configuration: {m}"),
+            AgentError::ContextOverflow(m) => write!(f, "context window exceeded: {m}"),
         }
     }
 }

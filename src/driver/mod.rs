@@ -5,6 +5,7 @@ pub mod error;
 pub mod events;
 pub mod expiry;
 pub mod fetch;
+pub mod history;
 pub mod live;
 pub mod locks;
 pub mod model;
@@ -22,7 +23,6 @@ use crate::store::{
     Admission, LEASE_MS, Lease, LockAttempt, LockProbe, Owner, RENEW_MS, Snapshot, StoreError,
     Writer, admit, judge, must_recover,
 };
-use crate::thread::Message;
 use error::AgentError;
 use events::Emitter;
 use model::ModelHandle;
@@ -53,9 +53,9 @@ pub struct Session {
     pub tools: Vec<JsTool>,
     /// At most this many of the latest messages are sent to the model (`None`: all).
     history_limit: Option<u32>,
-    /// The thread (or its latest `history_limit` messages), loaded the first time the model
+    /// The newest messages that fit the model's window (or its latest `history_limit`),
     /// is called and then kept up to date by `persist`.
-    history: Option<Vec<Message>>,
+    history: Option<history::History>,
     running: bool,
     /// The last write of the current run kept its lease (the run must clear it when it ends).
     leased: bool,
@@ -364,7 +364,10 @@ pub(crate) async fn run_input(
         let mut g = s.borrow_mut();
         let t = now() as u64;
         match input {
-            Input::Message(text) => g.engine.user_message(&text, t)?,
+            Input::Message(text) => {
+                history::check_message(&g, &text)?;
+                g.engine.user_message(&text, t)?
+            }
             Input::Decisions(v) => g.engine.submit_decisions(&v, t, opts.by.as_deref())?,
             Input::ToolResults(v) => g.engine.submit_tool_results(&v, t)?,
             Input::Retry => g.engine.retry(t)?,
@@ -534,29 +537,22 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
                     s.borrow_mut().engine.model_failed();
                     return Err(AgentError::Aborted);
                 }
-                let history = match history(s).await {
+                let (handle, instructions, defs) = {
+                    let g = s.borrow();
+                    (g.model.clone(), g.instructions.clone(), tool_defs(&g))
+                };
+                let fixed = history::fixed_tokens(instructions.as_deref(), &defs);
+                let history = match history::for_request(s, fixed).await {
                     Ok(h) => h,
                     Err(e) => {
                         s.borrow_mut().engine.model_failed();
                         return Err(e);
                     }
                 };
-                let (handle, instructions, defs) = {
-                    let g = s.borrow();
-                    let defs: Vec<ToolDef> = g
-                        .engine
-                        .offered_tools()
-                        .map(|t| {
-                            ToolDef::new(t.name.clone(), t.description.as_deref(), t.schema.clone())
-                                .with_extra(&t.extra)
-                        })
-                        .collect();
-                    (g.model.clone(), g.instructions.clone(), defs)
-                };
                 let out = model::call(
                     &handle,
                     instructions.as_deref(),
-                    &history,
+                    &history.messages,
                     &defs,
                     opts.signal.as_ref(),
                     ev,
@@ -696,11 +692,11 @@ async fn persist(
             expiry::rearm(&mut g);
             if let Some(h) = &mut g.history {
                 if let Some(t) = &commit.replace_tail {
-                    if let Some(last) = h.last_mut() {
-                        *last = t.clone();
-                    }
+                    h.replace_tail(t.clone());
                 }
-                h.extend(commit.append.iter().cloned());
+                for m in &commit.append {
+                    h.push(m.clone());
+                }
             }
             drop(g);
             if let Some(t) = &commit.replace_tail {
@@ -751,65 +747,15 @@ pub async fn reload(s: &Shared) -> Result<(), AgentError> {
     Ok(())
 }
 
-/// Rows read per transaction when loading history (fewer round trips on long threads).
-const PAGE: u32 = 5000;
-
-/// The history for a model call, read once and then kept up to date by `persist`. It is
-/// taken out for the call and put back after it (no copy per turn).
-async fn history(s: &Shared) -> Result<Vec<Message>, AgentError> {
-    let limit = s.borrow().history_limit;
-    let cached = s.borrow_mut().history.take();
-    let mut h = match cached {
-        Some(h) => h,
-        None => load_history(s, limit).await?,
-    };
-    if let Some(limit) = limit {
-        trim_history(&mut h, limit as usize);
-    }
-    Ok(h)
-}
-
-/// The view's history: the stored messages before the view's tail, then the tail as the view
-/// has it. Messages before the tail never change, so what is sent is exactly this view, even
-/// when another tab has written since (its answer's write is then refused).
-async fn load_history(s: &Shared, limit: Option<u32>) -> Result<Vec<Message>, AgentError> {
-    let (store, thread, count, tail) = {
-        let g = s.borrow();
-        (
-            g.store.clone(),
-            g.thread_id.clone(),
-            g.message_count,
-            g.engine.tail().cloned(),
-        )
-    };
-    let want = limit.map_or(usize::MAX, |l| l as usize).saturating_sub(1);
-    let mut pages = Vec::new();
-    let mut have = 0;
-    let mut before = Some(count);
-    while have < want && before.is_some_and(|b| b > 1) {
-        let rows = store.page(&thread, before, PAGE).await?;
-        let Some(first) = rows.first() else { break };
-        before = Some(first.seq);
-        have += rows.len();
-        let done = first.seq <= 1;
-        pages.push(rows);
-        if done {
-            break;
-        }
-    }
-    let mut h = Vec::with_capacity(have + 1);
-    for rows in pages.into_iter().rev() {
-        for r in rows {
-            h.push(r.message()?);
-        }
-    }
-    h.extend(tail);
-    Ok(h)
-}
-
-fn trim_history(h: &mut Vec<Message>, limit: usize) {
-    let start = crate::thread::window_start(h, limit);
-    h.drain(..start);
+/// The definitions of the tools offered to the model now.
+fn tool_defs(g: &Session) -> Vec<ToolDef> {
+    g.engine
+        .offered_tools()
+        .map(|t| {
+            ToolDef::new(t.name.clone(), t.description.as_deref(), t.schema.clone())
+                .with_extra(&t.extra)
+        })
+        .collect()
 }
 
 /// The engine's state (for tests and `Agent` getters).

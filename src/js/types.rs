@@ -128,12 +128,16 @@ export interface CustomModelAnswer {
   stopReason?: string;
 }
 
+/** `contextWindow`: the model's context window in tokens. A request carries the instructions,
+ *  the tools and the newest messages that fit (less `maxTokens`), starting at a user message;
+ *  older messages are not even read. Default: the window the model name makes known
+ *  (`gpt-4o*` 128,000, `gpt-4.1*` 1,047,576, `claude-*` 200,000…), else 50,000. */
 export type ModelOptions =
   | { provider: "openai" | "anthropic"; model: string; baseUrl?: string; apiKey?: string;
       maxTokens?: number; temperature?: number; stream?: boolean;
-      headers?: Record<string, string>; maxRetries?: number; }
-  | { provider: "demo"; model?: string; stream?: boolean }
-  | { provider: "custom"; model?: string;
+      headers?: Record<string, string>; maxRetries?: number; contextWindow?: number; }
+  | { provider: "demo"; model?: string; stream?: boolean; contextWindow?: number }
+  | { provider: "custom"; model?: string; contextWindow?: number;
       call: (request: CustomModelRequest) => CustomModelAnswer | Promise<CustomModelAnswer> };
 
 export interface StorageOptions { kind?: "indexeddb" | "memory"; database?: string; }
@@ -230,7 +234,7 @@ export interface ThreadChange {
 export type GatehouseErrorCode =
   | "conflict" | "not_suspended" | "invalid_decision" | "invalid_tool_results"
   | "unknown_call_id" | "expired" | "busy" | "network" | "provider" | "storage" | "invalid_config"
-  | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal"
+  | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal" | "context_overflow"
   | "disposed" | "not_initialized";
 
 /** Added to the class by the package entry (gatehouse.js). */

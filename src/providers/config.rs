@@ -5,6 +5,7 @@
 //! any extra header that looks like a credential), and `Debug` redacts it.
 
 use super::error::ProviderError;
+use crate::thread::context::{DEFAULT_CONTEXT_WINDOW, known_context_window};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -42,6 +43,9 @@ pub struct ModelConfig {
     pub stream: bool,
     /// Extra request headers, in the order given; they replace default headers of the same name.
     pub headers: Vec<(String, String)>,
+    /// The model's context window in tokens (`contextWindow`); `None`: the model name's known
+    /// window, else [`DEFAULT_CONTEXT_WINDOW`].
+    pub context_window: Option<u64>,
 }
 
 /// The JS-facing shape, before the checks. Unknown keys are ignored.
@@ -56,6 +60,7 @@ struct RawModelConfig {
     temperature: Option<f64>,
     stream: Option<bool>,
     headers: Option<Map<String, Value>>,
+    context_window: Option<u64>,
 }
 
 impl TryFrom<RawModelConfig> for ModelConfig {
@@ -82,6 +87,7 @@ impl TryFrom<RawModelConfig> for ModelConfig {
             temperature: raw.temperature,
             stream: raw.stream.unwrap_or(true),
             headers,
+            context_window: raw.context_window,
         };
         cfg.validate().map_err(|e| match e {
             ProviderError::InvalidConfig { message } => message,
@@ -103,7 +109,27 @@ impl ModelConfig {
             temperature: None,
             stream: true,
             headers: Vec::new(),
+            context_window: None,
         }
+    }
+
+    /// The context window in tokens: `contextWindow`, else the model's known one, else
+    /// [`DEFAULT_CONTEXT_WINDOW`].
+    pub fn context_window(&self) -> u64 {
+        self.context_window
+            .or_else(|| known_context_window(&self.model))
+            .unwrap_or(DEFAULT_CONTEXT_WINDOW)
+    }
+
+    /// The tokens a request's input may use: the window less the room kept for the answer
+    /// (`maxTokens`, or Anthropic's default when it is not set).
+    pub fn input_budget(&self) -> u64 {
+        let reserve = match (self.max_tokens, self.provider) {
+            (Some(n), _) => u64::from(n),
+            (None, ProviderKind::Anthropic) => u64::from(ANTHROPIC_DEFAULT_MAX_TOKENS),
+            (None, _) => 0,
+        };
+        self.context_window().saturating_sub(reserve)
     }
 
     /// Parses the JS-facing JSON shape.
@@ -129,6 +155,12 @@ impl ModelConfig {
             return Err(ProviderError::invalid_config(
                 "`maxTokens` must be at least 1",
             ));
+        }
+        if self.context_window == Some(0) || self.input_budget() == 0 {
+            return Err(ProviderError::invalid_config(format!(
+                "`contextWindow` ({} tokens) must leave room for the input after `maxTokens`",
+                self.context_window()
+            )));
         }
         if let Some(t) = self.temperature {
             if !t.is_finite() || t < 0.0 {
@@ -228,6 +260,9 @@ impl Serialize for ModelConfig {
             m.serialize_entry("temperature", &t)?;
         }
         m.serialize_entry("stream", &self.stream)?;
+        if let Some(n) = self.context_window {
+            m.serialize_entry("contextWindow", &n)?;
+        }
         let headers: Map<String, Value> = self
             .headers
             .iter()

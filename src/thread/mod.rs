@@ -1,5 +1,6 @@
 //! The thread JSON: the documented shape of messages and tool entries (docs/design.md, "The thread JSON").
 
+pub mod context;
 mod entry;
 mod id;
 mod message;

@@ -147,7 +147,7 @@ const tailJson = (id) => JSON.stringify({
     inputs: { path: '/big' }, result: null, approval: 'pending', approvalReason: 'Seeded', rejectReason: null }],
 });
 
-test('100,000 messages: open reads the tail, pendingTools() answers from it; approving continues the thread', { timeout: 120_000 }, async (t) => {
+test('100,000 messages: open reads the tail, pendingTools() answers from it; approving sends only the context window', { timeout: 120_000 }, async (t) => {
   const { page } = await h.open(t);
   const sc = await h.scenario([{ text: 'Continued after 100k messages.' }]);
   const r = await run(page, async ({ model, db, tail10, tail100k }) => {
@@ -168,9 +168,12 @@ test('100,000 messages: open reads the tail, pendingTools() answers from it; app
       out[thread].count = agent.messageCount;
       if (thread === 'big') {
         out.page = (await agent.messages({ limit: 2, beforeIndex: 99_999 })).map((m) => m.__id);
+        const memory = async () => (await (await import('/pkg/gatehouse_wasm.js')).default()).memory.buffer.byteLength;
+        out.memBefore = await memory();
         const t1 = performance.now();
         out.done = await agent.submitDecisions({ call_big: 'approve' });
         out.decideMs = performance.now() - t1;
+        out.memAfter = await memory();
         out.calls = gh.calls.map((c) => c.callId);
         out.countAfter = agent.messageCount;
         out.last3 = (await agent.messages({ limit: 3 })).map((m) => m.type ?? m.role);
@@ -182,7 +185,8 @@ test('100,000 messages: open reads the tail, pendingTools() answers from it; app
   assert.equal(r.small.count, 10);
 
   console.log(`100k thread: seeded in ${r.big.seedMs.toFixed(0)} ms; Agent.open took ${r.small.openMs.toFixed(1)} ms ` +
-    `for 10 messages vs ${r.big.openMs.toFixed(1)} ms for 100,000; approve + model call took ${r.decideMs.toFixed(0)} ms`);
+    `for 10 messages vs ${r.big.openMs.toFixed(1)} ms for 100,000; approve + model call took ${r.decideMs.toFixed(0)} ms; ` +
+    `wasm memory ${(r.memBefore / 2 ** 20).toFixed(1)} MiB before the approve, ${(r.memAfter / 2 ** 20).toFixed(1)} MiB after`);
   for (const k of ['small', 'big']) {
     assert.equal(r[k].status, 'awaiting_approval', k);
     assert.deepEqual(r[k].pending.map((e) => [e.callId, e.inputs.path, e.approvalReason]), [['call_big', '/big', 'Seeded']], k);
@@ -195,13 +199,21 @@ test('100,000 messages: open reads the tail, pendingTools() answers from it; app
   assert.equal(r.countAfter, 100_002);
   assert.deepEqual(r.last3, ['tool_call', 'tool_call_result', 'assistant']);
   assert.ok(r.newIds.every((id) => BigInt(id.slice(4)) > 200_000n), `new ids sort after the seeded tail: ${r.newIds}`);
+  // The request carries the newest messages that fit the default 50,000-token window (about
+  // 27 estimated tokens each here), from a user message, ending with the call and its result.
   const [req] = await sc.requests();
   const msgs = req.body.messages;
-  assert.equal(msgs.length, 100_001, 'the model got the whole history: 99,999 texts, the call, its result');
-  assert.deepEqual(msgs[0], { role: 'user', content: 'user message 1' });
-  assert.deepEqual(msgs[99_998], { role: 'user', content: 'user message 99999' });
-  assert.equal(msgs[99_999].tool_calls[0].id, 'call_big');
-  assert.deepEqual(msgs[100_000], { role: 'tool', tool_call_id: 'call_big', content: JSON.stringify({ done: 'delete_file', path: '/big' }) });
+  const n = msgs.length;
+  assert.ok(n > 1_000 && n < 3_000, `${n} messages sent`);
+  const firstSeq = 100_002 - n; // seeded texts are 1..99,999, the call 100,000, its result 100,001
+  assert.deepEqual(msgs[0], { role: 'user', content: `user message ${firstSeq}` });
+  assert.deepEqual(msgs[n - 3], { role: 'user', content: 'user message 99999' });
+  assert.equal(msgs[n - 2].tool_calls[0].id, 'call_big');
+  assert.deepEqual(msgs[n - 1], { role: 'tool', tool_call_id: 'call_big', content: JSON.stringify({ done: 'delete_file', path: '/big' }) });
+  const chars = JSON.stringify(msgs).length;
+  assert.ok(chars / 4 < 50_000, `about ${Math.round(chars / 4)} tokens sent`);
+  // Only the window was read and parsed: 180 MiB of wasm memory before the window existed.
+  assert.ok(r.memAfter < 16 * 2 ** 20, `wasm memory after the approve: ${r.memAfter} bytes`);
 });
 
 test('listThreads, deleteThread and paging with messages({ limit, beforeIndex })', T, async (t) => {

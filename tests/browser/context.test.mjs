@@ -1,0 +1,94 @@
+// The context window through the JS API (README "The context window"): what each request
+// carries in a thread longer than the window, the calibration by the usage the provider
+// reports, and the turns that cannot fit — refused before anything is stored or sent.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { run, setup, uid } from './harness.mjs';
+
+const h = await setup();
+after(() => h.close());
+
+const T = { timeout: 60_000 };
+
+/** A sentence of about `n` characters for turn `i`. */
+const say = (i, n = 400) => `turn ${i}: ` + 'lorem ipsum dolor sit amet '.repeat(Math.ceil(n / 27)).slice(0, n);
+
+test('a thread longer than the window: each request carries the newest turns that fit, from a user message', T, async (t) => {
+  const { page } = await h.open(t);
+  const turns = 16;
+  // The server reports the input tokens as the prompt's characters / 4 (its default).
+  const sc = await h.scenario(Array.from({ length: turns }, (_, i) => ({ text: say(i) })));
+  const r = await run(page, async ({ model, turns, texts }) => {
+    const { gh } = window;
+    const agent = await gh.Agent.open({ threadId: 'long', model, storage: { kind: 'memory' } });
+    for (let i = 0; i < turns; i++) await agent.chat(texts[i]);
+    return { count: agent.messageCount };
+  }, { model: sc.openai({ contextWindow: 1_500 }), turns, texts: Array.from({ length: turns }, (_, i) => say(i)) });
+  assert.equal(r.count, turns * 2);
+  const reqs = await sc.requests();
+  assert.equal(reqs.length, turns);
+  const sizes = reqs.map((q) => q.body.messages.length);
+  // Early requests carry the whole thread; once it outgrows the window they stop growing.
+  assert.deepEqual(sizes.slice(0, 3), [1, 3, 5]);
+  const last = reqs.at(-1).body.messages;
+  assert.ok(last.length < turns * 2 - 1 && last.length >= 1, `sizes ${sizes}`);
+  assert.ok(Math.max(...sizes.slice(-5)) <= Math.max(...sizes.slice(0, 8)), `the window stops growing: ${sizes}`);
+  for (const q of reqs) {
+    const m = q.body.messages;
+    assert.equal(m[0].role, 'user', 'a request starts at a user message');
+    assert.ok(JSON.stringify(m).length / 4 <= 1_500, 'and fits the window');
+  }
+  assert.equal(last.at(-1).content, say(turns - 1), 'the newest message is always sent');
+});
+
+test('the estimate is calibrated by the usage the provider reports: a heavier count sends fewer messages', T, async (t) => {
+  const { page } = await h.open(t);
+  const sizesWith = async (input) => {
+    const turns = 10;
+    const sc = await h.scenario(Array.from({ length: turns }, (_, i) => ({ text: say(i, 200), usage: { input, output: 10 } })));
+    await run(page, async ({ model, turns, texts }) => {
+      const agent = await window.gh.Agent.open({ threadId: 'cal', model, storage: { kind: 'memory', database: `m${Math.random()}` } });
+      for (let i = 0; i < turns; i++) await agent.chat(texts[i]);
+    }, { model: sc.openai({ contextWindow: 2_000 }), turns, texts: Array.from({ length: turns }, (_, i) => say(i, 200)) });
+    return (await sc.requests()).map((q) => q.body.messages.length);
+  };
+  // The provider says each request was 1 token (far below the estimate; bounded at 1/4) or
+  // 100,000 tokens (far above; bounded at 4×).
+  const light = await sizesWith(1);
+  const heavy = await sizesWith(100_000);
+  assert.ok(light.at(-1) > heavy.at(-1), `light ${light} vs heavy ${heavy}`);
+  assert.ok(heavy.at(-1) >= 1);
+});
+
+test('a message too large for the window is refused before it is stored or sent; a tool result too large stops the run with nothing sent', T, async (t) => {
+  const { page } = await h.open(t);
+  const sc = await h.scenario([
+    { text: 'small answer' },
+    { toolCalls: [{ id: 'c_big', name: 'dump', arguments: { path: '/huge' } }] },
+    { text: 'never sent' },
+  ]);
+  const r = await run(page, async ({ model }) => {
+    const { gh } = window;
+    const dump = { ...gh.tool('dump'), execute: (inputs) => { gh.calls.push(inputs); return 'z'.repeat(40_000); } };
+    const agent = await gh.Agent.open({ threadId: 'big', model, storage: { kind: 'memory' }, tools: [dump] });
+    const tooLarge = await gh.error(() => agent.chat('x'.repeat(20_000)));
+    const after = { count: agent.messageCount, status: agent.status() };
+    const ok = await agent.chat('hello');
+    const toolTurn = await gh.error(() => agent.chat('dump it'));
+    const stopped = { status: agent.status(), count: agent.messageCount, calls: gh.calls.length };
+    const retried = await gh.error(() => agent.retry());
+    return { tooLarge, after, ok: ok.status, toolTurn, stopped, retried, callsAfterRetry: gh.calls.length };
+  }, { model: sc.openai({ contextWindow: 4_000 }) });
+  assert.equal(r.tooLarge?.code, 'context_overflow');
+  assert.equal(r.tooLarge.retryable, false);
+  assert.match(r.tooLarge.message, /context window of 4000 tokens/);
+  assert.deepEqual(r.after, { count: 0, status: 'idle' }, 'nothing was stored');
+  assert.equal(r.ok, 'completed');
+  // The tool ran once; its result is stored; the request that would carry it is refused.
+  assert.equal(r.toolTurn?.code, 'context_overflow');
+  assert.deepEqual(r.stopped, { status: 'interrupted', count: 5, calls: 1 });
+  assert.equal(r.retried?.code, 'context_overflow', 'retry() is refused the same way');
+  assert.equal(r.callsAfterRetry, 1, 'and never runs the tool again');
+  assert.equal((await sc.requests()).length, 2, 'only the requests that fit were sent');
+});
