@@ -1,6 +1,6 @@
 // Approval cards, used by the chat view (chat-view.js) and the widget (widget.js).
 //
-// Rendering rules (Neuron's "Rendering guidance", SPEC §2):
+// Rendering rules (Neuron's "Rendering guidance", README "The thread JSON"):
 // - the UI only looks at the LAST message of the thread; it is suspended when its
 //   `type === "tool_call"` and some entry has `approval === "pending"`;
 // - one card per entry of that message that HAS an `approval` field: the tool's label (or

@@ -1,4 +1,4 @@
-// Cancellation by AbortSignal (SPEC §5): while the model hangs, mid-stream, during a
+// Cancellation by AbortSignal (README "Errors": `aborted`): while the model hangs, mid-stream, during a
 // Retry-After wait, after tools ran; string abort reasons must not break the wasm instance
 // (the HTTP client, gloo-net, panics on a non-Error rejection: it only ever sees the SDK's
 // own signal, src/driver/fetch.rs).

@@ -1,4 +1,4 @@
-// The API's edges (SPEC §1): configuration errors, storage errors, handle() bodies, the result
+// The API's edges (README "The JS API", "Errors"): configuration errors, storage errors, handle() bodies, the result
 // string of unusual tool return values, and an empty user message.
 
 import { after, test } from 'node:test';

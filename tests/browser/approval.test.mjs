@@ -1,4 +1,4 @@
-// The approval flow through the JS API (SPEC §2, §3.2–§3.4): suspend, the tail JSON, approve,
+// The approval flow through the JS API (README "The thread JSON", "Approval semantics" 2–5): suspend, the tail JSON, approve,
 // reject with and without a reason, partial decisions and revisions, invalid payloads.
 
 import { after, test } from 'node:test';
@@ -42,7 +42,7 @@ test('approve: streamed tool call in small deltas, suspend, tail JSON, execute o
     };
   }, { model: sc.openai(), db, path });
 
-  // The suspended tail, exactly as SPEC §2 shapes it.
+  // The suspended tail, exactly as README "The thread JSON" shapes it.
   assert.equal(r.first.status, 'awaiting_approval');
   const tail = r.first.message;
   assert.deepEqual(Object.keys(tail), MESSAGE_KEYS_TOOL_CALL);

@@ -1,4 +1,4 @@
-// Conflicts and concurrency (SPEC §1 errors, §4): a new message while approvals are pending,
+// Conflicts and concurrency (README "Errors", docs/design.md "Run ownership"): a new message while approvals are pending,
 // a second call while one runs, two Agent objects on one thread, two tabs on one thread.
 
 import { after, test } from 'node:test';

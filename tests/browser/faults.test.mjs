@@ -1,4 +1,4 @@
-// Injected model-server faults (SPEC §3.8, §5): 429 with Retry-After, 5xx until the retries are
+// Injected model-server faults (README "Approval semantics" 8, "Errors"): 429 with Retry-After, 5xx until the retries are
 // used up and retry() afterwards, dropped and truncated streams, error events mid-stream,
 // non-retryable errors. Every case checks the thread stays consistent.
 

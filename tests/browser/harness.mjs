@@ -28,7 +28,7 @@ export function launchOptions() {
   };
 }
 
-/** The byte-exact text the model gets for a rejected call (SPEC §3.4). */
+/** The byte-exact text the model gets for a rejected call (README "Approval semantics" 5). */
 export const rejection = (reason = 'No specific instruction provided.') =>
   `TOOL NOT EXECUTED. The user rejected this action. User instruction: ${reason}. ` +
   'Do not attempt this tool again. Follow the user\'s instruction or reconsider your plan.';

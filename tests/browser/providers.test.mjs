@@ -1,4 +1,4 @@
-// Providers (SPEC §4, §5): Anthropic end to end (headers, wire shapes, no key in IndexedDB),
+// Providers (README "The JS API" model options, "Errors"): Anthropic end to end (headers, wire shapes, no key in IndexedDB),
 // OpenAI cross-origin through CORS, an unreachable server, the offline demo model, the custom
 // provider.
 

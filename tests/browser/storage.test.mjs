@@ -1,4 +1,4 @@
-// Durability (SPEC §3.8, §4): reload mid-approval, a page that died mid-tool (re-gating,
+// Durability (README "Approval semantics" 8, docs/design.md "Stored data"): reload mid-approval, a page that died mid-tool (re-gating,
 // idempotent tools), a 100,000-message thread seeded in the stored schema, paging, thread lists.
 
 import { after, test } from 'node:test';

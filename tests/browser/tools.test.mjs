@@ -1,4 +1,4 @@
-// Tools (SPEC §3.1, §3.5–§3.7): external tools, a throwing execute, approval policies (reason
+// Tools (README "Approval semantics" 1, 6, 7): external tools, a throwing execute, approval policies (reason
 // strings, async, failing), non-gated calls waiting for gated ones, per-thread tool policies.
 
 import { after, test } from 'node:test';

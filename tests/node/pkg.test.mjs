@@ -1,5 +1,5 @@
 // The built package in Node 20 with the memory store: the same behaviour as in a browser
-// (SPEC §1 "{ kind: 'memory' } elsewhere"), through the public API only.
+// (README "The JS API": `{ kind: 'memory' }` elsewhere), through the public API only.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
