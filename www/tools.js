@@ -26,6 +26,7 @@ export const tools = [
       required: ['path'],
     },
     requireApproval: true,
+    approvalReason: 'Deleting a file cannot be undone.',
     execute: async ({ path }) => {
       await wait(150);
       if (!files.has(path)) throw new Error(`No such file: ${path}`);

@@ -21,8 +21,8 @@ test('approve: the card runs the tool once approved', { timeout: 60_000 }, async
     assert.equal(await card.locator('.gh-arg[data-arg="path"] .gh-arg-desc').innerText(), 'Path of the file to delete');
     assert.deepEqual(JSON.parse(await card.locator('.gh-card-inputs').textContent()), { path: 'C:/old_logs.txt' });
     assert.equal(await card.getAttribute('data-state'), 'pending');
-    // requireApproval: true gives no approvalReason: no "why" line.
-    assert.equal(await card.locator('.gh-card-reason').isHidden(), true);
+    // requireApproval: true with the tool's static approvalReason: the card says why it asks.
+    assert.equal(await card.locator('.gh-card-reason').innerText(), 'Deleting a file cannot be undone.');
     assert.equal(await page.locator('.gh-input').isDisabled(), true);
     // The thread shows up in the list, marked as waiting.
     await page.locator('.thread[aria-current="true"] .thread-waiting').waitFor();
