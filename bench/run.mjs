@@ -710,6 +710,24 @@ function buildRows(R) {
     }
   }
 
+  section('6. Long threads (issue 13): the rows its "done when" names, from the sections above');
+  {
+    const ap = ro?.approveAfterReopen;
+    for (const n of [1000, 10000, 100000]) {
+      const g = ap?.gh?.[n], a = ap?.ai?.[n];
+      if (!g && !a) continue;
+      row(`approve → model request issued, ${n.toLocaleString('en-US')} messages (wasm memory after)`, g ? `${ms(g.toIssue.median)} (${mb(g.wasmBytes)})` : 'error', a ? `${dagger} ${ms(a.toIssue.median)}` : 'error', g && a ? ratio(g.toIssue.median, a.toIssue.median) : '');
+    }
+    const g1 = ap?.gh?.[1000], g100 = ap?.gh?.[100000];
+    if (g1 && g100) row('  100,000 vs 1,000 messages: approve → request / wasm memory (targets ≤ 1.5× / ≤ 2×)', `${ratio(g100.toIssue.median, g1.toIssue.median)} / ${ratio(g100.wasmBytes, g1.wasmBytes)}`, '');
+    if (tu?.ghIdb && tu?.ai) row('main-thread CPU per tool turn, IndexedDB vs in memory (target ≤ 1.0×)', ms(tu.ghIdb.cpuPerTurn), ms(tu.ai.cpuPerTurn), ratio(tu.ghIdb.cpuPerTurn, tu.ai.cpuPerTurn));
+    if (tu?.approvalGhIdb && tu?.approvalAi) row('approval round trip: submitDecisions → next request issued, IndexedDB', ms(tu.approvalGhIdb.toIssue.median), ms(tu.approvalAi.toIssue.median), ratio(tu.approvalGhIdb.toIssue.median, tu.approvalAi.toIssue.median));
+    if (st?.gh && st?.ai) row('first byte → first delta, 20,000-token stream (target ≤ 2×)', ms(st.gh.firstByteToFirstDelta.median), ms(st.ai.firstByteToFirstDelta.median), ratio(st.gh.firstByteToFirstDelta.median, st.ai.firstByteToFirstDelta.median));
+    const tg = me?.turns?.gh?.memory, ta = me?.turns?.ai?.memory;
+    const tot = (m) => (m ? (m.wasmBytes ?? 0) + (m.jsHeapBytes ?? 0) : null);
+    if (tg && ta) row(`memory after ${CFG.memTurns.toLocaleString('en-US')} turns, wasm + JS heap (GH memory store)`, mb(tot(tg)), mb(tot(ta)), ratio(tot(tg), tot(ta)));
+  }
+
   notes.push(`${dagger} The AI SDK has no persistence: these cells time an app that keeps its ModelMessage[] under one IndexedDB key (idb-keyval style) and loads all of it.`);
   notes.push('Ratios are Gatehouse / AI SDK of the medians (below 1× = Gatehouse is smaller or faster). Timings are printed, never asserted.');
   notes.push('The wasm is served with Cache-Control: no-store, so every reopen compiles it (first-visit cost; no code cache).');
