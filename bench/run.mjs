@@ -4,7 +4,10 @@
 // A harness error (a scenario that did not run) is shown in its cells and makes the exit
 // code 1, after the table is printed.
 //
-//   node bench/run.mjs [--quick] [--out DIR]        (pkg/ must be built: ./scripts/build-pkg.sh)
+//   node bench/run.mjs [--quick] [--out DIR] [--only LIST]   (pkg/ must be built: ./scripts/build-pkg.sh)
+//
+// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory (the
+// memory section's 100,000-message cells come from reopen).
 //
 // How each number is measured: bench/README.md.
 import { execFileSync } from 'node:child_process';
@@ -23,6 +26,8 @@ const flag = (name) => argv.includes(name);
 const opt = (name, dflt) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : dflt; };
 const QUICK = flag('--quick');
 const OUT = path.resolve(root, opt('--out', 'bench-output'));
+const ONLY = opt('--only', null)?.split(',');
+const wanted = (name) => !ONLY || ONLY.includes(name);
 
 const CFG = QUICK
   ? { sizes: [10, 1000], reopenRuns: 3, approveRuns: 2, turns: 20, block: 5, approvals: 5, streamRuns: 2, streamTokens: 20000, memTurns: 50 }
@@ -374,7 +379,36 @@ function turnStats(list) {
     first: median(perTurn.slice(0, k)), last: median(perTurn.slice(-k)), window: k,
     busyMs: list.busyMs, cpuMs: list.cpuMs, noThreadTimeMs: list.noThreadTimeMs, busyPerTurn: list.busyMs / perTurn.length, cpuPerTurn: list.cpuMs / perTurn.length,
     messageCount: list.messageCount, lastRequestChars: list.lastRequestChars, deltas: list.deltas,
+    phases: phaseStats(list.phases, TURN_PHASES),
   };
+}
+
+/**
+ * Where a turn's wall time goes, between the marks `bench/site/common.js` records (median over
+ * the turns of each phase, in ms; IndexedDB: transactions per turn and the read-write ones'
+ * creation → complete time). The boundaries are the same for both SDKs: the fetch() call, the
+ * response handed back, the tool's execute called and returning, the call resolving.
+ */
+const TURN_PHASES = [
+  ['chat() → request 1 issued (GH: user message written, history read, request built)', (m) => m.req1],
+  ['response 1 → tool execute called (GH: answer parsed, call + start mark written)', (m) => m.tool - m.resp1],
+  ['tool returned → request 2 issued (GH: result written, request built)', (m) => m.req2 - m.toolDone],
+  ['response 2 → call resolved (GH: answer written, run ended)', (m) => m.end - m.resp2],
+  ['  (the local server: request issued → response, both requests)', (m) => m.resp1 - m.req1 + m.resp2 - m.req2],
+];
+const APPROVAL_PHASES = [
+  ['submitDecisions → tool execute called (GH: decision + start mark written)', (m) => m.tool],
+  ['tool returned → request issued (GH: result written, request built)', (m) => m.req1 - m.toolDone],
+  ['response → call resolved (GH: answer written, run ended)', (m) => m.end - m.resp1],
+];
+
+function phaseStats(marks, defs) {
+  if (!marks?.length) return null;
+  const out = { phases: defs.map(([label, f]) => ({ label, median: median(marks.map(f).filter(Number.isFinite)) })) };
+  out.idbRead = mean(marks.map((m) => m.idbRead));
+  out.idbWrite = mean(marks.map((m) => m.idbWrite));
+  out.idbWriteMs = median(marks.map((m) => m.idbWriteMs));
+  return out;
 }
 
 /**
@@ -389,7 +423,7 @@ async function interleavedTurns(variants, n, block) {
       const { page, cdp } = await newPage();
       const call = v.side === 'gh' ? GH : AI;
       await page.evaluate(call('turnsStart', { key: v.key, ...v.args }));
-      return { ...v, page, cdp, call, acc: { perTurn: [], busyMs: 0, cpuMs: 0, noThreadTimeMs: 0 } };
+      return { ...v, page, cdp, call, acc: { perTurn: [], phases: [], busyMs: 0, cpuMs: 0, noThreadTimeMs: 0 } };
     });
     if (r) live.push(r);
   }
@@ -400,6 +434,7 @@ async function interleavedTurns(variants, n, block) {
       try {
         const t = await traced(v.cdp, () => v.page.evaluate(v.call('turnsMore', { key: v.key, k })));
         v.acc.perTurn.push(...t.result.perTurn);
+        v.acc.phases.push(...(t.result.phases ?? []));
         v.acc.busyMs += t.busyMs;
         v.acc.cpuMs += t.cpuMs;
         v.acc.noThreadTimeMs += t.noThreadTimeMs;
@@ -427,16 +462,18 @@ async function interleavedTurns(variants, n, block) {
 async function perTurn() {
   const n = CFG.turns;
   const sc = (id) => srv.scenario(id, [LOOKUP, ANSWER]);
-  const out = await interleavedTurns([
+  const out = {};
+  if (wanted('turns')) Object.assign(out, await interleavedTurns([
     { name: 'ghIdb', label: 'Gatehouse IndexedDB', side: 'gh', key: 'idb', args: { baseUrl: sc('turns-gh-idb'), storage: 'indexeddb', database: 'gh-turns', threadId: 'idb', stream: false } },
     { name: 'ghMem', label: 'Gatehouse memory store', side: 'gh', key: 'mem', args: { baseUrl: sc('turns-gh-mem'), storage: 'memory', database: 'gh-turns-mem', threadId: 'mem', stream: false } },
     { name: 'ai', label: 'AI SDK generateText', side: 'ai', key: 'gen', args: { baseUrl: sc('turns-ai'), stream: false } },
-  ], n, CFG.block);
-  Object.assign(out, await interleavedTurns([
+  ], n, CFG.block));
+  if (wanted('turns')) Object.assign(out, await interleavedTurns([
     { name: 'ghIdbStream', label: 'Gatehouse IndexedDB streaming + onEvent', side: 'gh', key: 'idbs', args: { baseUrl: sc('turns-gh-idb-s'), storage: 'indexeddb', database: 'gh-turns', threadId: 'idb-stream', stream: true, withEvents: true } },
     { name: 'aiStream', label: 'AI SDK streamText', side: 'ai', key: 'str', args: { baseUrl: sc('turns-ai-s'), stream: true } },
   ], n, CFG.block));
 
+  if (!wanted('approvals')) return out;
   // Approval round trips, interleaved in blocks of 5.
   const variants = [
     { name: 'approvalGhIdb', label: 'approval Gatehouse IndexedDB', side: 'gh', id: 'appr-gh-idb', args: { storage: 'indexeddb', database: 'gh-approve', threadId: 'a' } },
@@ -470,7 +507,7 @@ async function perTurn() {
     if (v.failed) continue;
     const arr = srv.arrivals.get(v.id) ?? [];
     const toServer = v.list.map((a) => arr[a.requestIndex - 1] - a.wallT0).filter((x) => Number.isFinite(x));
-    const r = { toIssue: summary(v.list.map((a) => a.toIssueMs)), toServer: toServer.length ? summary(toServer) : null, toResolve: summary(v.list.map((a) => a.toResolveMs)) };
+    const r = { toIssue: summary(v.list.map((a) => a.toIssueMs)), toServer: toServer.length ? summary(toServer) : null, toResolve: summary(v.list.map((a) => a.toResolveMs)), phases: phaseStats(v.list.map((a) => a.phases).filter(Boolean), APPROVAL_PHASES) };
     log(`${v.label}: submit → request issued median ${ms(r.toIssue.median)}, → server ${ms(r.toServer?.median)}, → resolved ${ms(r.toResolve.median)}`);
     out[v.name] = r;
   }
@@ -612,6 +649,18 @@ function buildRows(R) {
     if (tu.ghIdb) row(`first ${tu.ghIdb.window} → last ${tu.ghIdb.window} turns, median wall (GH IndexedDB)`, fl(tu.ghIdb), fl(tu.ai));
     if (tu.ghMem) row(`first ${tu.ghMem.window} → last ${tu.ghMem.window} turns, median wall (GH memory store)`, fl(tu.ghMem), fl(tu.ai));
     row('request body at the last turn', tu.ghIdb ? `${kb(tu.ghIdb.lastRequestChars)}, ${tu.ghIdb.messageCount} msgs` : '—', tu.ai ? `${kb(tu.ai.lastRequestChars)}, ${tu.ai.messageCount} msgs` : '—');
+    const ph = (label, g, a) => {
+      if (!g?.phases && !a?.phases) return;
+      row(label, '', '');
+      const defs = (g?.phases ?? a?.phases).phases;
+      defs.forEach((d, i) => {
+        const gm = g?.phases?.phases[i].median, am = a?.phases?.phases[i].median;
+        row(`  ${d.label}`, ms(gm), ms(am), ratio(gm, am));
+      });
+      if (g?.phases) row('  IndexedDB transactions (read-only + read-write); read-write creation → complete, median sum', `${g.phases.idbRead.toFixed(1)} + ${g.phases.idbWrite.toFixed(1)}; ${ms(g.phases.idbWriteMs)}`, a?.phases ? `${a.phases.idbRead.toFixed(1)} + ${a.phases.idbWrite.toFixed(1)}` : '—');
+    };
+    ph('per-phase wall time of a tool turn, median (GH IndexedDB vs generateText)', tu.ghIdb, tu.ai);
+    ph('per-phase wall time of a tool turn, median (GH memory store vs generateText)', tu.ghMem, tu.ai);
     const ap = (x) => (x ? medP95(x.toIssue) : 'error');
     row(`approval round trip: submitDecisions → next request issued (page clock, median / p95 of ${CFG.approvals})`, ap(tu.approvalGhIdb), ap(tu.approvalAi), both(tu.approvalGhIdb, tu.approvalAi, (x) => x.toIssue.median));
     row('  same with the GH memory store', ap(tu.approvalGhMem), ap(tu.approvalAi), both(tu.approvalGhMem, tu.approvalAi, (x) => x.toIssue.median));
@@ -619,6 +668,8 @@ function buildRows(R) {
     row('  → request fully received by the server (page vs node wall clock)', sv(tu.approvalGhIdb), sv(tu.approvalAi), both(tu.approvalGhIdb?.toServer && tu.approvalGhIdb, tu.approvalAi?.toServer && tu.approvalAi, (x) => x.toServer.median));
     const rs = (x) => (x ? medP95(x.toResolve) : '—');
     row('  → call resolved (tool ran, answer back; GH: persisted)', rs(tu.approvalGhIdb), rs(tu.approvalAi), both(tu.approvalGhIdb, tu.approvalAi, (x) => x.toResolve.median));
+    ph('  per-phase wall time of an approval round trip, median (GH IndexedDB vs generateText)', tu.approvalGhIdb, tu.approvalAi);
+    ph('  per-phase wall time of an approval round trip, median (GH memory store vs generateText)', tu.approvalGhMem, tu.approvalAi);
   }
 
   section(`4. Streaming one ${CFG.streamTokens.toLocaleString('en-US')}-token answer (median of ${CFG.streamRuns}; GH onEvent text_delta vs streamText textStream)`);
@@ -659,6 +710,24 @@ function buildRows(R) {
     }
   }
 
+  section('6. Long threads (issue 13): the rows its "done when" names, from the sections above');
+  {
+    const ap = ro?.approveAfterReopen;
+    for (const n of [1000, 10000, 100000]) {
+      const g = ap?.gh?.[n], a = ap?.ai?.[n];
+      if (!g && !a) continue;
+      row(`approve → model request issued, ${n.toLocaleString('en-US')} messages (wasm memory after)`, g ? `${ms(g.toIssue.median)} (${mb(g.wasmBytes)})` : 'error', a ? `${dagger} ${ms(a.toIssue.median)}` : 'error', g && a ? ratio(g.toIssue.median, a.toIssue.median) : '');
+    }
+    const g1 = ap?.gh?.[1000], g100 = ap?.gh?.[100000];
+    if (g1 && g100) row('  100,000 vs 1,000 messages: approve → request / wasm memory (targets ≤ 1.5× / ≤ 2×)', `${ratio(g100.toIssue.median, g1.toIssue.median)} / ${ratio(g100.wasmBytes, g1.wasmBytes)}`, '');
+    if (tu?.ghIdb && tu?.ai) row('main-thread CPU per tool turn, IndexedDB vs in memory (target ≤ 1.0×)', ms(tu.ghIdb.cpuPerTurn), ms(tu.ai.cpuPerTurn), ratio(tu.ghIdb.cpuPerTurn, tu.ai.cpuPerTurn));
+    if (tu?.approvalGhIdb && tu?.approvalAi) row('approval round trip: submitDecisions → next request issued, IndexedDB', ms(tu.approvalGhIdb.toIssue.median), ms(tu.approvalAi.toIssue.median), ratio(tu.approvalGhIdb.toIssue.median, tu.approvalAi.toIssue.median));
+    if (st?.gh && st?.ai) row('first byte → first delta, 20,000-token stream (target ≤ 2×)', ms(st.gh.firstByteToFirstDelta.median), ms(st.ai.firstByteToFirstDelta.median), ratio(st.gh.firstByteToFirstDelta.median, st.ai.firstByteToFirstDelta.median));
+    const tg = me?.turns?.gh?.memory, ta = me?.turns?.ai?.memory;
+    const tot = (m) => (m ? (m.wasmBytes ?? 0) + (m.jsHeapBytes ?? 0) : null);
+    if (tg && ta) row(`memory after ${CFG.memTurns.toLocaleString('en-US')} turns, wasm + JS heap (GH memory store)`, mb(tot(tg)), mb(tot(ta)), ratio(tot(tg), tot(ta)));
+  }
+
   notes.push(`${dagger} The AI SDK has no persistence: these cells time an app that keeps its ModelMessage[] under one IndexedDB key (idb-keyval style) and loads all of it.`);
   notes.push('Ratios are Gatehouse / AI SDK of the medians (below 1× = Gatehouse is smaller or faster). Timings are printed, never asserted.');
   notes.push('The wasm is served with Cache-Control: no-store, so every reopen compiles it (first-visit cost; no code cache).');
@@ -677,7 +746,7 @@ async function main() {
   fs.mkdirSync(OUT, { recursive: true });
   log(`config: ${JSON.stringify(CFG)}`);
   const R = { config: { ...CFG, quick: QUICK } };
-  R.size = await guard('size', () => measureSize());
+  if (wanted('size')) R.size = await guard('size', () => measureSize());
   log('size measured');
   const site = prepareSite();
   if (flag('--prepare-only')) { log(`site prepared in ${path.relative(root, site)}`); return; }
@@ -697,10 +766,10 @@ async function main() {
     await page.close();
   } catch (e) { log('version:', e.message); }
   try {
-    R.reopen = await guard('reopen', () => reopen());
-    R.turns = await guard('turns', () => perTurn());
-    R.stream = await guard('streaming', () => streaming());
-    R.memory = await guard('memory', () => memory(R.reopen));
+    if (wanted('reopen')) R.reopen = await guard('reopen', () => reopen());
+    if (wanted('turns') || wanted('approvals')) R.turns = await guard('turns', () => perTurn());
+    if (wanted('stream')) R.stream = await guard('streaming', () => streaming());
+    if (wanted('memory')) R.memory = await guard('memory', () => memory(R.reopen));
   } finally {
     await context.close().catch(() => {});
     await srv.close();

@@ -177,6 +177,42 @@ async fn append_then_load_returns_the_record_and_the_tail() {
     cleanup(&name).await;
 }
 
+/// A commit asks for the rows at the message count this handle last saw together with the
+/// record; the record read in the commit's own transaction decides which count is checked.
+#[wasm_bindgen_test]
+async fn a_commit_checks_the_rows_at_the_stored_count_not_the_one_it_saw_last() {
+    let name = db_name("guess");
+    let s = open(&name).await;
+    let r1 = s
+        .commit("a", 0, &append(vec![msg(1, "a"), msg(2, "b")]), &w(), 1.0)
+        .await
+        .unwrap();
+    assert_eq!((r1.version, r1.message_count), (1, 2));
+    // Changed outside Gatehouse: the record counts 1 message at the same version; row 2 stays.
+    let db = raw(&name).await;
+    let stored = raw_get(&db, "threads", JsValue::from_str("a"))
+        .await
+        .unwrap();
+    js_sys::Reflect::set(&stored, &"messageCount".into(), &JsValue::from_f64(1.0)).unwrap();
+    raw_put(&db, "threads", stored).await;
+    db.close();
+    // Row 2 is after the stored tail: refused, nothing written.
+    let r = s
+        .commit("a", 1, &append(vec![msg(3, "c")]), &w(), 2.0)
+        .await;
+    assert!(matches!(r, Err(StoreError::Corrupt(_))), "{r:?}");
+    let db = raw(&name).await;
+    let row = raw_get(&db, "messages", row_key("a", 2.0)).await.unwrap();
+    db.close();
+    let json = js_sys::Reflect::get(&row, &"json".into())
+        .unwrap()
+        .as_string()
+        .unwrap();
+    assert_eq!(json, msg(2, "b").to_json_string());
+    drop(s);
+    cleanup(&name).await;
+}
+
 #[wasm_bindgen_test]
 async fn a_stale_commit_is_a_conflict_and_writes_nothing() {
     let name = db_name("conflict");

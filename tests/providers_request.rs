@@ -419,3 +419,39 @@ fn the_api_key_never_leaves_through_serialize_or_debug() {
     assert_eq!(back.api_key, None);
     assert_eq!(back.model, "gpt-4o");
 }
+
+/// The OpenAI body, byte for byte, for every combination of the options that add keys
+/// (fixture: one body per line, written by the `serde_json::Value` builder this one replaced).
+#[test]
+fn openai_request_bodies_are_pinned_byte_for_byte() {
+    let mut out = String::new();
+    for (base, stream, max, temp) in [
+        (None, false, None, None),
+        (
+            Some("https://api.openai.com/v1"),
+            true,
+            Some(300u32),
+            Some(0.7f64),
+        ),
+        (Some("http://localhost:1234/v1"), true, Some(5), Some(1.0)),
+    ] {
+        let mut cfg = config(ProviderKind::OpenAi, "gpt-x");
+        if let Some(b) = base {
+            cfg.base_url = Some(b.into());
+        }
+        cfg.stream = stream;
+        cfg.max_tokens = max;
+        cfg.temperature = temp;
+        for instr in [None, Some("Be brief \u{2028} \"quoted\" é")] {
+            for t in [vec![], tools()] {
+                out.push_str(&build_request(&cfg, instr, &history(), &t).unwrap().body);
+                out.push('\n');
+            }
+        }
+    }
+    let pinned = include_str!("fixtures/providers/openai_request_bodies.jsonl");
+    for (i, (got, want)) in out.lines().zip(pinned.lines()).enumerate() {
+        assert_eq!(got, want, "body {i}");
+    }
+    assert_eq!(out.lines().count(), pinned.lines().count());
+}

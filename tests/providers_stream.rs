@@ -281,3 +281,96 @@ fn demo_and_custom_have_no_stream_decoder() {
         assert_eq!(err.code(), "invalid_config");
     }
 }
+
+/// A body of `n` one-token text events in `kind`'s wire format, and the length of its prefix
+/// up to the end of the event that carries the first token.
+fn long_text_body(kind: ProviderKind, n: usize) -> (String, usize) {
+    let mut body = String::new();
+    let mut head = 0;
+    match kind {
+        ProviderKind::OpenAi => {
+            for i in 0..n {
+                body.push_str(&format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"tok{i} \"}},\"finish_reason\":null}}]}}\n\n"
+                ));
+                if i == 0 {
+                    head = body.len();
+                }
+            }
+            body.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+        }
+        _ => {
+            body.push_str("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n");
+            body.push_str("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n");
+            for i in 0..n {
+                body.push_str(&format!(
+                    "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"tok{i} \"}}}}\n\n"
+                ));
+                if i == 0 {
+                    head = body.len();
+                }
+            }
+            body.push_str("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n");
+            body.push_str("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\n");
+            body.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+        }
+    }
+    (body, head)
+}
+
+#[test]
+fn the_first_delta_of_a_large_chunk_is_out_before_the_rest_of_it_is_parsed() {
+    for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
+        let (body, head) = long_text_body(kind, 5000);
+        let mut stream = ResponseStream::new(kind).unwrap();
+        let mut deltas = stream.feed(body.as_bytes());
+        let first = deltas.next().unwrap().unwrap();
+        assert_eq!(first, StreamDelta::Text("tok0 ".into()), "{kind:?}");
+        // Parsed so far: exactly the events up to the first token's, of a chunk of 5,000.
+        assert_eq!(body.len() - deltas.unparsed(), head, "{kind:?}");
+        let mut lazy = vec![first];
+        lazy.extend(deltas.map(Result::unwrap));
+        let (last, out) = stream.finish().unwrap();
+        assert!(last.is_empty());
+
+        // What is emitted and the answer are those of the whole chunk parsed at once.
+        let mut whole = ResponseStream::new(kind).unwrap();
+        assert_eq!(lazy, whole.push(body.as_bytes()).unwrap(), "{kind:?}");
+        assert!(whole.is_finished());
+        assert_eq!(out, whole.finish().unwrap().1, "{kind:?}");
+        assert_eq!(lazy.len(), 5000);
+    }
+}
+
+#[test]
+fn deltas_left_unread_still_count_in_the_answer() {
+    for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
+        let (body, _) = long_text_body(kind, 100);
+        let (half, rest) = body.as_bytes().split_at(body.len() / 2);
+        let mut stream = ResponseStream::new(kind).unwrap();
+        // One delta taken, the rest of the chunk left to the iterator's drop.
+        assert!(stream.feed(half).next().is_some());
+        assert!(stream.push(rest).unwrap().len() > 10);
+        let (_, out) = stream.finish().unwrap();
+        let expected: String = (0..100).map(|i| format!("tok{i} ")).collect();
+        assert_eq!(out.text, expected, "{kind:?}");
+    }
+}
+
+#[test]
+fn an_error_mid_chunk_ends_its_deltas() {
+    let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n\
+                data: {broken\n\n\
+                data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" there\"},\"finish_reason\":null}]}\n\n";
+    let mut stream = ResponseStream::new(ProviderKind::OpenAi).unwrap();
+    let got: Vec<_> = stream.feed(body.as_bytes()).collect();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0], Ok(StreamDelta::Text("Hi".into())));
+    assert!(
+        matches!(got[1], Err(ProviderError::Malformed { .. })),
+        "{got:?}"
+    );
+    // `push` keeps its rule: an error fails the whole chunk.
+    let mut stream = ResponseStream::new(ProviderKind::OpenAi).unwrap();
+    assert!(stream.push(body.as_bytes()).is_err());
+}

@@ -3,7 +3,7 @@
 // external so the page shares one fetch interceptor with it.
 import { generateText, streamText, tool, jsonSchema, stepCountIs } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { net, now, settle, cannedCompletion } from '/common.js';
+import { net, now, settle, cannedCompletion, phases } from '/common.js';
 
 export { net };
 
@@ -16,13 +16,13 @@ export const tools = {
   lookup: tool({
     description: 'Look up a fact',
     inputSchema: jsonSchema({ type: 'object', properties: { q: { type: 'string' } }, required: ['q'] }),
-    execute: async ({ q }) => ({ q, answer: 'sunny', temperatureC: 21 }),
+    execute: async ({ q }) => { phases.mark('tool'); const r = { q, answer: 'sunny', temperatureC: 21 }; phases.mark('toolDone'); return r; },
   }),
   delete_file: tool({
     description: 'Delete a file from the filesystem',
     inputSchema: jsonSchema({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'] }),
     needsApproval: true,
-    execute: async ({ path }) => ({ deleted: path }),
+    execute: async ({ path }) => { phases.mark('tool'); const r = { deleted: path }; phases.mark('toolDone'); return r; },
   }),
 };
 
@@ -44,8 +44,10 @@ export async function turnsMore({ key, k }) {
   const s = sessions.get(key);
   const perTurn = new Array(k);
   await settle();
+  const turnPhases = new Array(k);
   for (let j = 0; j < k; j++) {
     const t = now();
+    phases.start();
     s.messages.push({ role: 'user', content: question(++s.i) });
     if (s.stream) {
       const r = streamText({ model: s.model, messages: s.messages, tools, stopWhen: STOP });
@@ -57,8 +59,10 @@ export async function turnsMore({ key, k }) {
       s.messages.push(...r.responseMessages);
     }
     perTurn[j] = now() - t;
+    phases.mark('end');
+    turnPhases[j] = phases.take();
   }
-  return { perTurn, messageCount: s.messages.length, lastRequestChars: net.last?.bodyChars ?? null, deltas: s.deltas };
+  return { perTurn, phases: turnPhases, messageCount: s.messages.length, lastRequestChars: net.last?.bodyChars ?? null, deltas: s.deltas };
 }
 
 export async function runTurns(args) {
@@ -94,13 +98,16 @@ export async function approvalsMore({ key, k }) {
     net.onIssue = (rec) => { if (!issued) issued = rec.issuedAt; };
     const pageT0 = now();
     const wallT0 = performance.timeOrigin + pageT0;
+    phases.start();
     s.messages.push(decision);
     const r2 = await generateText({ model: s.model, messages: s.messages, tools, stopWhen: STOP });
     const resolved = now();
+    phases.mark('end');
+    const marks = phases.take();
     net.onIssue = null;
     if (r2.finishReason !== 'stop') throw new Error(`approval ${i}: ${r2.finishReason}`);
     s.messages.push(...r2.responseMessages);
-    out.push({ toIssueMs: issued - pageT0, toResolveMs: resolved - pageT0, wallT0, requestIndex: net.count });
+    out.push({ toIssueMs: issued - pageT0, toResolveMs: resolved - pageT0, wallT0, requestIndex: net.count, phases: marks });
   }
   return out;
 }

@@ -16,8 +16,43 @@ export const net = {
   trackBody: false,
   canned: null, // { body: string, contentType: string }
   onIssue: null, // (record) => void
-  reset() { this.count = 0; this.last = null; this.trackBody = false; this.canned = null; this.onIssue = null; },
+  // Per-phase timestamps of the current turn (see `phases` below); null when not recording.
+  marks: null,
+  reset() { this.count = 0; this.last = null; this.trackBody = false; this.canned = null; this.onIssue = null; this.marks = null; },
 };
+
+/**
+ * Phase marks of one turn, on the page clock: the harness calls `phases.start()` when the turn
+ * begins and `phases.mark('end')` when it resolves; the fetch interceptor adds `req1`, `resp1`,
+ * `req2`, … (request issued, response headers handed to the SDK); the tools add `tool` and
+ * `toolDone` (their `execute` called and returning); the IndexedDB wrapper counts
+ * transactions. Only the first occurrence of a name is kept.
+ */
+export const phases = {
+  start() { net.marks = { t0: performance.now(), reqs: 0, idbRead: 0, idbWrite: 0, idbWriteMs: 0 }; },
+  mark(name) { const m = net.marks; if (m && m[name] == null) m[name] = performance.now() - m.t0; },
+  take() { const m = net.marks; net.marks = null; return m; },
+};
+
+// Counts IndexedDB transactions per turn, and how long the read-write ones took from creation
+// to `complete` (the durability waits).
+if (globalThis.IDBDatabase) {
+  const realTx = IDBDatabase.prototype.transaction;
+  IDBDatabase.prototype.transaction = function benchTransaction(stores, mode, ...rest) {
+    const tx = realTx.call(this, stores, mode, ...rest);
+    const m = net.marks;
+    if (m) {
+      if (mode === 'readwrite') {
+        m.idbWrite++;
+        const t = performance.now();
+        tx.addEventListener('complete', () => { m.idbWriteMs += performance.now() - t; });
+      } else {
+        m.idbRead++;
+      }
+    }
+    return tx;
+  };
+}
 
 globalThis.fetch = function benchFetch(input, init) {
   const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
@@ -30,6 +65,9 @@ globalThis.fetch = function benchFetch(input, init) {
   };
   net.count++;
   net.last = rec;
+  const marks = net.marks;
+  const k = marks ? ++marks.reqs : 0;
+  if (marks) phases.mark(`req${k}`);
   net.onIssue?.(rec);
   if (net.canned) {
     const c = net.canned;
@@ -38,6 +76,7 @@ globalThis.fetch = function benchFetch(input, init) {
   const track = net.trackBody;
   return realFetch(input, init).then((resp) => {
     rec.headersAt = performance.now();
+    if (marks && net.marks === marks) phases.mark(`resp${k}`);
     if (!track || !resp.body) return resp;
     const reader = resp.body.getReader();
     let ctrl;

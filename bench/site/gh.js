@@ -1,7 +1,7 @@
 // Gatehouse side of the benchmark: runs in the page, driven by bench/run.mjs through
 // page.evaluate. Uses only the package's public API, plus raw IndexedDB to read the stored
 // shape of a real thread and to seed big threads in that shape.
-import { net, now, settle, cannedCompletion, wasmMemoryBytes } from './common.js';
+import { net, now, settle, cannedCompletion, wasmMemoryBytes, phases } from './common.js';
 
 let mod = null;
 export let wasm = null;
@@ -24,13 +24,13 @@ export const TOOLS = () => [
     name: 'lookup',
     description: 'Look up a fact',
     parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
-    execute: async ({ q }) => ({ q, answer: 'sunny', temperatureC: 21 }),
+    execute: async ({ q }) => { phases.mark('tool'); const r = { q, answer: 'sunny', temperatureC: 21 }; phases.mark('toolDone'); return r; },
   },
   {
     name: 'delete_file',
     description: 'Delete a file from the filesystem',
     parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-    execute: async ({ path }) => ({ deleted: path }),
+    execute: async ({ path }) => { phases.mark('tool'); const r = { deleted: path }; phases.mark('toolDone'); return r; },
     requireApproval: true,
   },
 ];
@@ -163,13 +163,17 @@ export async function turnsMore({ key, k }) {
   const s = sessions.get(key);
   const perTurn = new Array(k);
   await settle();
+  const turnPhases = new Array(k);
   for (let j = 0; j < k; j++) {
     const t = now();
+    phases.start();
     const st = await s.agent.chat(question(++s.i), s.opts);
     perTurn[j] = now() - t;
+    phases.mark('end');
+    turnPhases[j] = phases.take();
     if (st.status !== 'completed') throw new Error(`turn ${s.i}: ${st.status}`);
   }
-  return { perTurn, messageCount: s.agent.messageCount, lastRequestChars: net.last?.bodyChars ?? null, deltas: s.deltas };
+  return { perTurn, phases: turnPhases, messageCount: s.agent.messageCount, lastRequestChars: net.last?.bodyChars ?? null, deltas: s.deltas };
 }
 
 /** All turns in one go (the memory row). */
@@ -203,11 +207,14 @@ export async function approvalsMore({ key, k }) {
     net.onIssue = (r) => { if (!issued) issued = r.issuedAt; };
     const pageT0 = now();
     const wallT0 = performance.timeOrigin + pageT0;
+    phases.start();
     const done = await s.agent.submitDecisions(decisions);
     const resolved = now();
+    phases.mark('end');
+    const marks = phases.take();
     net.onIssue = null;
     if (done.status !== 'completed') throw new Error(`approval ${i} after decision: ${done.status}`);
-    out.push({ toIssueMs: issued - pageT0, toResolveMs: resolved - pageT0, wallT0, requestIndex: net.count });
+    out.push({ toIssueMs: issued - pageT0, toResolveMs: resolved - pageT0, wallT0, requestIndex: net.count, phases: marks });
   }
   return out;
 }

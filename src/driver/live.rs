@@ -25,12 +25,18 @@ pub struct Live {
     /// The status last told to the thread lists: a write that leaves it as it was (most
     /// writes of a run) tells them nothing.
     listed: Option<&'static str>,
+    /// The database's thread-list channel, opened at the first status change and kept (a
+    /// run changes the status twice: opening a channel each time cost more than the post).
+    list: Option<BroadcastChannel>,
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
         if let Some(c) = self.channel.take() {
             c.set_onmessage(None);
+            c.close();
+        }
+        if let Some(c) = self.list.take() {
             c.close();
         }
     }
@@ -179,14 +185,16 @@ pub fn changed(s: &Shared) {
         let status = super::status(&g);
         if g.live.listed != Some(status) {
             g.live.listed = Some(status);
-            post_list(
-                g.store.name(),
-                &ListChange {
+            if g.live.list.is_none() {
+                g.live.list = open_channel(&list_channel(g.store.name()));
+            }
+            if let Some(list) = &g.live.list {
+                let _ = list.post_message(&to_js(&ListChange {
                     thread_id: &g.thread_id,
                     status: Some(status),
                     deleted: false,
-                },
-            );
+                }));
+            }
         }
     }
     tell(s);

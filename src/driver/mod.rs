@@ -332,7 +332,7 @@ pub(crate) async fn run_input(
         // A run holds it. If its lease is in the record, it is under way: refuse at once.
         // Else it is starting or has just let go (a lock is freed a moment after its release):
         // wait for it a little.
-        let lease = store.load(&thread, now()).await?.record.lease;
+        let lease = store.record(&thread, now()).await?.lease;
         if lease.is_none_or(|l| l.owner == me) {
             attempt = locks::try_hold(&lock_name, true).await;
         }
@@ -342,17 +342,20 @@ pub(crate) async fn run_input(
         locks::Attempt::Taken => (None, LockAttempt::Taken),
         locks::Attempt::Unsupported => (None, LockAttempt::Unsupported),
     };
-    let snap = store.load(&thread, now()).await?;
-    let admission = admit(&snap.record, s.borrow().version, &me, attempt, now());
+    // The record alone decides; the tail is read only when the view must be replaced.
+    let record = store.record(&thread, now()).await?;
+    let admission = admit(&record, s.borrow().version, &me, attempt, now());
     match admission {
         Admission::Go => {}
         Admission::Busy => {
             drop(held);
+            let snap = store.load(&thread, now()).await?;
             observe(s, &snap).await;
-            let owner = snap.record.lease.map(|l| l.owner).unwrap_or_default();
+            let owner = record.lease.map(|l| l.owner).unwrap_or_default();
             return Err(AgentError::Store(StoreError::Owned { owner }));
         }
         Admission::Stale => {
+            let snap = store.load(&thread, now()).await?;
             let mut g = s.borrow_mut();
             let (expected, found) = (g.version, snap.record.version);
             take(&mut g, &snap);

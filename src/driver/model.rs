@@ -138,9 +138,10 @@ async fn once(
     loop {
         match reader.next(link).await {
             Ok(Some(bytes)) => {
-                let deltas = stream.push(&bytes).inspect_err(|_| reader.cancel())?;
-                for d in &deltas {
-                    emit_delta(ev, d);
+                // Each delta goes out as its event is parsed, not after the whole chunk.
+                for d in stream.feed(&bytes) {
+                    let d = d.inspect_err(|_| reader.cancel())?;
+                    emit_delta(ev, &d);
                 }
                 if stream.is_finished() {
                     reader.cancel();

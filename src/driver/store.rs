@@ -46,6 +46,14 @@ impl Store {
         }
     }
 
+    /// The thread's record alone, without its tail (what a run's admission needs).
+    pub async fn record(&self, thread: &str, now: f64) -> Result<ThreadRecord, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.record(thread, now)),
+            Store::IndexedDb(s) => s.record(thread, now).await,
+        }
+    }
+
     pub async fn commit(
         &self,
         thread: &str,

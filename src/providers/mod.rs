@@ -8,7 +8,7 @@
 //! build_request(cfg, instructions, history, tools) -> HttpRequest        (POST, JSON body)
 //! non-2xx status                -> ProviderError::http(status, body, retry_after_header)
 //! 2xx, cfg.stream == false      -> parse_response(kind, status, body) -> ModelOutput
-//! 2xx, cfg.stream == true       -> ResponseStream::push(chunk)* -> StreamDelta*; finish()
+//! 2xx, cfg.stream == true       -> ResponseStream::feed(chunk) -> StreamDelta* (lazily); finish()
 //! ```
 
 mod anthropic;
@@ -29,7 +29,7 @@ pub use error::{BODY_EXCERPT_CHARS, ProviderError};
 pub use openai::OpenAiStream;
 pub use retry::{RetryPolicy, parse_http_date};
 pub use sse::{SseEvent, SseParser};
-pub use stream::{ResponseStream, StreamDecoder, StreamDelta};
+pub use stream::{Deltas, ResponseStream, StreamDecoder, StreamDelta};
 
 use crate::engine::ModelOutput;
 use crate::thread::{Message, Usage};

@@ -7,7 +7,63 @@ use super::{HttpRequest, OPENAI_DEFAULT_BASE, json_headers};
 use super::{ModelConfig, ToolDef, compact_json, count_at, str_at, usage, with_extra_headers};
 use crate::engine::{ModelOutput, ModelToolCall};
 use crate::thread::{Message, MessageKind, Role, Usage, json_text};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::borrow::Cow;
+
+/// The request body. Serialized straight from borrowed parts: a whole history as a
+/// `serde_json::Value` tree first cost an ordered map and copies of every string per message.
+/// The keys come out in this order (tests pin the bytes).
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<Value>>,
+    /// OpenAI's reasoning models refuse `max_tokens`; compatible servers mostly know only it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// One Chat Completions message: `{role, content}`, `{role, content, tool_calls}` or
+/// `{role, tool_call_id, content}`.
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    /// `null` for a tool call without text.
+    content: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Vec<WireCall<'a>>>,
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: String,
+}
 
 pub(crate) fn build(
     cfg: &ModelConfig,
@@ -16,32 +72,20 @@ pub(crate) fn build(
     tools: &[ToolDef],
 ) -> HttpRequest {
     let url = cfg.endpoint();
-    let mut body = Map::new();
-    body.insert("model".into(), json!(cfg.model));
-    body.insert(
-        "messages".into(),
-        Value::Array(messages(instructions, history)),
-    );
-    if !tools.is_empty() {
+    let reasoning_key = url.starts_with(OPENAI_DEFAULT_BASE);
+    let body = Body {
+        model: &cfg.model,
+        messages: messages(instructions, history),
         // An empty `tools` array is a 400 on OpenAI: leave the key out instead.
-        body.insert("tools".into(), tools.iter().map(tool).collect());
-    }
-    if let Some(n) = cfg.max_tokens {
-        // OpenAI's reasoning models refuse `max_tokens`; compatible servers mostly know only it.
-        let key = if url.starts_with(OPENAI_DEFAULT_BASE) {
-            "max_completion_tokens"
-        } else {
-            "max_tokens"
-        };
-        body.insert(key.into(), json!(n));
-    }
-    if let Some(t) = cfg.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if cfg.stream {
-        body.insert("stream".into(), json!(true));
-        body.insert("stream_options".into(), json!({ "include_usage": true }));
-    }
+        tools: (!tools.is_empty()).then(|| tools.iter().map(tool).collect()),
+        max_completion_tokens: cfg.max_tokens.filter(|_| reasoning_key),
+        max_tokens: cfg.max_tokens.filter(|_| !reasoning_key),
+        temperature: cfg.temperature,
+        stream: cfg.stream.then_some(true),
+        stream_options: cfg.stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+    };
     let mut headers = json_headers(cfg);
     if let Some(key) = &cfg.api_key {
         headers.push(("Authorization".into(), format!("Bearer {key}")));
@@ -49,7 +93,7 @@ pub(crate) fn build(
     HttpRequest {
         url,
         headers: with_extra_headers(headers, cfg),
-        body: json_text(&Value::Object(body)),
+        body: serde_json::to_string(&body).unwrap_or_default(),
     }
 }
 
@@ -57,39 +101,47 @@ fn tool(t: &ToolDef) -> Value {
     json!({ "type": "function", "function": t.definition("parameters") })
 }
 
-fn messages(instructions: Option<&str>, history: &[Message]) -> Vec<Value> {
-    let mut out = Vec::new();
+fn messages<'a>(instructions: Option<&'a str>, history: &'a [Message]) -> Vec<WireMessage<'a>> {
+    let plain = |role, content| WireMessage {
+        role,
+        tool_call_id: None,
+        content: Some(content),
+        tool_calls: None,
+    };
+    let mut out = Vec::with_capacity(history.len() + 1);
     if let Some(system) = instructions {
-        out.push(json!({ "role": "system", "content": system }));
+        out.push(plain("system", Cow::Borrowed(system)));
     }
     for m in history {
         let text = m.text();
         match &m.kind {
             MessageKind::ToolCall(entries) if !entries.is_empty() => {
-                let calls: Vec<Value> = entries
+                let calls = entries
                     .iter()
-                    .map(|e| {
-                        json!({
-                            "id": e.call_id,
-                            "type": "function",
-                            "function": { "name": e.name, "arguments": compact_json(&e.inputs) },
-                        })
+                    .map(|e| WireCall {
+                        id: &e.call_id,
+                        kind: "function",
+                        function: WireFunction {
+                            name: &e.name,
+                            arguments: compact_json(&e.inputs),
+                        },
                     })
                     .collect();
-                let content = if text.is_empty() {
-                    Value::Null
-                } else {
-                    json!(text)
-                };
-                out.push(json!({ "role": "assistant", "content": content, "tool_calls": calls }));
+                out.push(WireMessage {
+                    role: "assistant",
+                    tool_call_id: None,
+                    content: (!text.is_empty()).then_some(Cow::Owned(text)),
+                    tool_calls: Some(calls),
+                });
             }
             MessageKind::ToolCallResult(entries) => {
                 for e in entries {
-                    out.push(json!({
-                        "role": "tool",
-                        "tool_call_id": e.call_id,
-                        "content": e.result.as_deref().unwrap_or(""),
-                    }));
+                    out.push(WireMessage {
+                        role: "tool",
+                        tool_call_id: Some(&e.call_id),
+                        content: Some(Cow::Borrowed(e.result.as_deref().unwrap_or(""))),
+                        tool_calls: None,
+                    });
                 }
             }
             // A `tool_call` message without entries is plain text.
@@ -100,7 +152,7 @@ fn messages(instructions: Option<&str>, history: &[Message]) -> Vec<Value> {
                 } else {
                     "assistant"
                 };
-                out.push(json!({ "role": role, "content": text }));
+                out.push(plain(role, Cow::Owned(text)));
             }
         }
     }

@@ -41,33 +41,45 @@ impl SseParser {
     pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         let mut out = Vec::new();
         let mut rest = bytes;
+        while let Some(ev) = self.next_event(&mut rest) {
+            out.push(ev);
+        }
+        out
+    }
+
+    /// Reads `rest` up to the end of the first event it completes and returns that event,
+    /// leaving the bytes after it in `rest`; with no event complete, takes all of `rest` and
+    /// returns `None`. Calling it until `None` is [`SseParser::push`], one event at a time,
+    /// so a consumer can act on an event before the rest of a large chunk is parsed.
+    pub fn next_event(&mut self, rest: &mut &[u8]) -> Option<SseEvent> {
         while !rest.is_empty() {
             if self.after_cr {
                 self.after_cr = false;
                 if rest[0] == b'\n' {
-                    rest = &rest[1..];
+                    *rest = &rest[1..];
                     continue;
                 }
             }
             match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
                 None => {
                     self.line.extend_from_slice(rest);
-                    break;
+                    *rest = &[];
                 }
                 Some(i) => {
                     self.line.extend_from_slice(&rest[..i]);
                     self.after_cr = rest[i] == b'\r';
-                    rest = &rest[i + 1..];
+                    *rest = &rest[i + 1..];
                     let mut line = std::mem::take(&mut self.line);
-                    if let Some(ev) = self.on_line(&line) {
-                        out.push(ev);
-                    }
+                    let ev = self.on_line(&line);
                     line.clear();
                     self.line = line;
+                    if ev.is_some() {
+                        return ev;
+                    }
                 }
             }
         }
-        out
+        None
     }
 
     /// Ends the stream: returns the event still being read, if its lines were complete.

@@ -68,7 +68,7 @@ impl StreamDecoder {
 }
 
 /// Bytes in, deltas out: an [`SseParser`] and a [`StreamDecoder`] together, for the driver's
-/// read loop (`push` every chunk, then `finish` when the body ends).
+/// read loop (`feed` every chunk and drain its deltas, then `finish` when the body ends).
 #[derive(Debug)]
 pub struct ResponseStream {
     parser: SseParser,
@@ -83,10 +83,24 @@ impl ResponseStream {
         })
     }
 
+    /// The deltas of the next chunk, decoded one event at a time as they are asked for: the
+    /// first delta of a large chunk is out before the rest of the chunk is parsed. After an
+    /// error the iterator ends (the rest of the chunk is read, not decoded). Dropping it early
+    /// reads and decodes the rest without handing out its deltas, so the answer stays whole.
+    pub fn feed<'a>(&'a mut self, bytes: &'a [u8]) -> Deltas<'a> {
+        Deltas {
+            stream: self,
+            rest: bytes,
+            ready: Vec::new().into_iter(),
+            failed: false,
+        }
+    }
+
+    /// All the deltas of the next chunk (`feed`, collected); the first error fails the chunk.
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<StreamDelta>, ProviderError> {
         let mut out = Vec::new();
-        for ev in self.parser.push(bytes) {
-            out.extend(self.decoder.on_event(&ev)?);
+        for d in self.feed(bytes) {
+            out.push(d?);
         }
         Ok(out)
     }
@@ -103,6 +117,51 @@ impl ResponseStream {
             last = self.decoder.on_event(&ev)?;
         }
         Ok((last, self.decoder.finish()?))
+    }
+}
+
+/// The deltas of one chunk, decoded lazily (see [`ResponseStream::feed`]).
+pub struct Deltas<'a> {
+    stream: &'a mut ResponseStream,
+    rest: &'a [u8],
+    ready: std::vec::IntoIter<StreamDelta>,
+    failed: bool,
+}
+
+impl Deltas<'_> {
+    /// Bytes of the chunk not parsed yet.
+    pub fn unparsed(&self) -> usize {
+        self.rest.len()
+    }
+}
+
+impl Iterator for Deltas<'_> {
+    type Item = Result<StreamDelta, ProviderError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(d) = self.ready.next() {
+                return Some(Ok(d));
+            }
+            let ev = self.stream.parser.next_event(&mut self.rest)?;
+            if self.failed {
+                continue;
+            }
+            match self.stream.decoder.on_event(&ev) {
+                Ok(ds) => self.ready = ds.into_iter(),
+                Err(e) => {
+                    self.failed = true;
+                    self.ready = Vec::new().into_iter();
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Deltas<'_> {
+    fn drop(&mut self) {
+        while self.next().is_some() {}
     }
 }
 

@@ -56,6 +56,8 @@ pub struct IndexedDbStore {
     /// Replaced by a new connection when another one's version change closed it.
     conn: RefCell<Connection>,
     name: String,
+    /// The last record this handle read or wrote: thread id, version, message count.
+    last: RefCell<Option<(String, u64, u64)>>,
 }
 
 impl std::fmt::Debug for IndexedDbStore {
@@ -74,6 +76,7 @@ impl IndexedDbStore {
         Ok(IndexedDbStore {
             conn: RefCell::new(connection::connect(database).await?),
             name: database.to_owned(),
+            last: RefCell::new(None),
         })
     }
 
@@ -101,7 +104,19 @@ impl IndexedDbStore {
                 .ok_or_else(|| missing(thread_id, record.message_count))?;
             Some(read_row(thread_id, &value)?.message()?)
         };
+        self.seen(&record);
         Ok(Snapshot { record, tail })
+    }
+
+    /// The thread's record alone (one get); a thread never written is version 0.
+    pub async fn record(&self, thread_id: &str, now_ms: f64) -> Result<ThreadRecord, StoreError> {
+        let db = self.db().await?;
+        let tx = begin(&db, RECORDS, TransactionMode::Readonly)?;
+        let record = get_record(&tx, thread_id)
+            .await?
+            .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms));
+        self.seen(&record);
+        Ok(record)
     }
 
     /// Applies `commit`, made from `expected_version`, in one transaction: all of it with the
@@ -118,20 +133,47 @@ impl IndexedDbStore {
     ) -> Result<ThreadRecord, StoreError> {
         let db = self.db().await?;
         let tx = begin(&db, ALL, TransactionMode::Readwrite)?;
-        let current = get_record(&tx, thread_id)
-            .await?
-            .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms));
-        let row_after_tail = !commit.append.is_empty()
-            && get_row(&tx, thread_id, current.message_count + 1)
-                .await?
-                .is_some();
+        // The rows the plan needs (the one after the tail must not exist; a rewritten tail's
+        // id) are at the record's message count. The count this handle last saw at
+        // `expected_version` is asked for together with the record, in one round trip; the
+        // record read in this transaction says whether that guess was right, else they are
+        // read again at the real count.
+        let guess = self.count_at(thread_id, expected_version);
+        let rows_at = |n: u64| -> Result<_, StoreError> {
+            let after = if commit.append.is_empty() {
+                None
+            } else {
+                Some(request(&tx, MESSAGES, row_key(thread_id, (n + 1) as f64))?)
+            };
+            let tail = match (&commit.replace_tail, n) {
+                (Some(_), n) if n > 0 => {
+                    Some(request(&tx, MESSAGES, row_key(thread_id, n as f64))?)
+                }
+                _ => None,
+            };
+            Ok((after, tail))
+        };
+        let record = request(&tx, THREADS, JsValue::from_str(thread_id))?;
+        let early = guess.map(rows_at).transpose()?;
+        let current = match record.await? {
+            Some(v) => record_from_js(thread_id, &v)?,
+            None => ThreadRecord::new(thread_id, now_ms),
+        };
+        let (after, tail) = match early {
+            Some(rows) if guess == Some(current.message_count) => rows,
+            _ => rows_at(current.message_count)?,
+        };
+        let row_after_tail = match after {
+            Some(r) => r.await?.is_some(),
+            None => false,
+        };
         // Like the memory store: an unreadable tail has no id, so rewriting it is refused.
-        let tail_id = match (&commit.replace_tail, current.message_count) {
-            (Some(_), n) if n > 0 => get_row(&tx, thread_id, n).await?.and_then(|v| {
+        let tail_id = match tail {
+            Some(r) => r.await?.and_then(|v| {
                 let m = read_row(thread_id, &v).ok()?.message().ok()?;
                 Some(m.id.as_str().to_owned())
             }),
-            _ => None,
+            None => None,
         };
         let stored = Stored {
             record: &current,
@@ -165,7 +207,20 @@ impl IndexedDbStore {
             put(&tx, THREADS, record_to_js(&plan.record)?)?;
         }
         finish(tx).await?;
+        self.seen(&plan.record);
         Ok(plan.record)
+    }
+
+    /// Notes the message count of `record`'s version, for [`IndexedDbStore::commit`]'s guess.
+    fn seen(&self, record: &ThreadRecord) {
+        *self.last.borrow_mut() = Some((record.id.clone(), record.version, record.message_count));
+    }
+
+    fn count_at(&self, thread_id: &str, version: u64) -> Option<u64> {
+        match &*self.last.borrow() {
+            Some((id, v, count)) if id == thread_id && *v == version => Some(*count),
+            _ => None,
+        }
     }
 
     /// Extends `owner`'s lease to `until` (no version bump); false when the lease is no longer
@@ -372,6 +427,25 @@ fn put(tx: &Transaction<'_>, store: &str, value: JsValue) -> Result<(), StoreErr
     let store = tx.object_store(store).map_err(idb)?;
     drop(store.put(value).primitive().map_err(idb)?);
     Ok(())
+}
+
+/// Sends a get now; its value is awaited later (requests of one transaction are answered in
+/// the order they were made).
+fn request(
+    tx: &Transaction<'_>,
+    store: &str,
+    key: JsValue,
+) -> Result<
+    impl std::future::Future<Output = Result<Option<JsValue>, StoreError>> + use<>,
+    StoreError,
+> {
+    let req = tx
+        .object_store(store)
+        .map_err(idb)?
+        .get::<JsValue, JsValue, _>(KeyRange::Only(key))
+        .primitive()
+        .map_err(idb)?;
+    Ok(async move { req.await.map_err(idb) })
 }
 
 async fn get(

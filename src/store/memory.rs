@@ -64,6 +64,15 @@ impl MemoryStore {
         DATABASES.with(|d| d.borrow_mut().retain(|(name, _)| name != database));
     }
 
+    /// The thread's record alone (a thread never written is version 0).
+    pub fn record(&self, thread_id: &str, now_ms: f64) -> ThreadRecord {
+        let db = self.db.borrow();
+        find(&db, thread_id)
+            .ok()
+            .and_then(|i| db[i].1.record.clone())
+            .unwrap_or_else(|| ThreadRecord::new(thread_id, now_ms))
+    }
+
     pub fn load(&self, thread_id: &str, now_ms: f64) -> Result<Snapshot, StoreError> {
         let db = self.db.borrow();
         let found = find(&db, thread_id).ok().map(|i| &db[i].1);
