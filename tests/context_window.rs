@@ -158,9 +158,13 @@ fn the_estimate_is_calibrated_by_the_usage_the_provider_reported() {
     // Reported at half: twice as many turns fit.
     m[last].usage.as_mut().unwrap().input_tokens = carried / 2;
     assert_eq!(start(select(&sized(&m), true, 0, budget)), 32);
-    // A count far off is bounded (a cache or another window, not a better count).
+    // A count far off is bounded (a cache or another window, not a better count): at 4×
+    // above, at ½ below, so a bogus low count never lets more than twice the estimate through.
     m[last].usage.as_mut().unwrap().input_tokens = carried * 100;
     assert_eq!(factor(&sized(&m), 56, 0), Some(4.0));
+    m[last].usage.as_mut().unwrap().input_tokens = 1;
+    assert_eq!(factor(&sized(&m), 56, 0), Some(0.5));
+    assert_eq!(start(select(&sized(&m), true, 0, budget)), 32);
 }
 
 #[test]

@@ -86,13 +86,24 @@ export async function makeTemplate({ baseUrl, database, threadId }) {
 }
 
 /**
+ * A copied template message without `usage`: the template's usage counts its own two-message
+ * request, and in a long seeded thread it would tell the context window's calibration that a
+ * request carrying thousands of messages was a few dozen tokens (README "The context window").
+ */
+const withoutUsage = (json) => {
+  const m = JSON.parse(json);
+  delete m.usage;
+  return JSON.stringify(m);
+};
+
+/**
  * Writes a thread of `n` messages (n even, n >= 2) straight into IndexedDB in the template's
- * shape: [user, tool_call(lookup), tool_call_result, assistant] blocks (plus one
+ * shape (copies carry no `usage`, see withoutUsage): [user, tool_call(lookup), tool_call_result, assistant] blocks (plus one
  * [user, assistant] pair when needed), then the template's pending [user, tool_call] tail.
  */
 export async function seed({ database, threadId, n, template }) {
   if (n % 2 || n < 2) throw new Error('n must be even and >= 2');
-  const t = template.rows.map((r) => r.json);
+  const t = template.rows.map((r) => withoutUsage(r.json));
   const [user, call, result, answer, tailUser, tailCall] = t;
   const body = n - 2;
   const blocks = Math.floor(body / 4);
@@ -135,7 +146,7 @@ export async function restore({ database, threadId, n, template }) {
   const tx = db.transaction(['threads', 'messages'], 'readwrite');
   const messages = tx.objectStore('messages');
   messages.delete(IDBKeyRange.bound([threadId, n + 1], [threadId, Infinity]));
-  messages.put({ thread: threadId, seq: n, json: template.rows[5].json });
+  messages.put({ thread: threadId, seq: n, json: withoutUsage(template.rows[5].json) });
   tx.objectStore('threads').put({ ...structuredClone(template.record), id: threadId, messageCount: n, version: n });
   await txDone(tx);
   db.close();

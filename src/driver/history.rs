@@ -19,6 +19,9 @@ pub struct History {
     sized: Vec<Sized>,
     /// `messages[0]` is the thread's first message.
     complete: bool,
+    /// The message before `messages[0]` did not fit the window when it was last selected, so
+    /// nothing older is read again while this view lasts (a reload starts afresh).
+    full: bool,
     /// Rows the next page reads.
     page: u32,
 }
@@ -30,6 +33,7 @@ impl History {
             messages: Vec::new(),
             sized: Vec::new(),
             complete: g.message_count <= 1,
+            full: false,
             page: FIRST_PAGE,
         };
         if let Some(t) = g.engine.tail() {
@@ -52,11 +56,13 @@ impl History {
         }
     }
 
+    /// Forgets the `n` oldest messages: they did not fit.
     fn drop_front(&mut self, n: usize) {
         if n > 0 {
             self.messages.drain(..n);
             self.sized.drain(..n);
             self.complete = false;
+            self.full = true;
         }
     }
 
@@ -139,10 +145,11 @@ pub async fn for_request(s: &Shared, fixed: u64) -> Result<History, AgentError> 
         None => History::tail_of(&s.borrow()),
     };
     loop {
-        let complete = h.complete || h.enough_for(limit);
+        let complete = h.complete || h.full || h.enough_for(limit);
         match context::select(&h.sized, complete, fixed, budget) {
             Selection::Start(start) => {
                 h.drop_front(start);
+                h.page = FIRST_PAGE;
                 break;
             }
             Selection::NeedMore => {

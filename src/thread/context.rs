@@ -17,8 +17,9 @@ const MESSAGE_OVERHEAD: u64 = 4;
 
 /// The calibration factor is kept within these bounds: a provider's count far outside them
 /// means the estimate describes another request (a different window, a cache), not a better
-/// count of this one.
-const MIN_FACTOR: f64 = 0.25;
+/// count of this one. The lower bound is the tighter one: a count too low lets the window
+/// grow, and at worst it then holds twice what the estimate allows, never more.
+const MIN_FACTOR: f64 = 0.5;
 const MAX_FACTOR: f64 = 4.0;
 
 /// The context window of a model its name makes known (`None`: not known here).
@@ -97,7 +98,7 @@ pub fn select(messages: &[Sized], complete: bool, fixed: u64, budget: u64) -> Se
 
 /// The calibration factor: the provider's input tokens for the newest message that reports
 /// them, over the estimate of what that request carried (the fixed part — instructions and
-/// tools — and the messages before it from `start`), within [0.25, 4].
+/// tools — and the messages before it from `start`), within [0.5, 4].
 pub fn factor(messages: &[Sized], start: usize, fixed: u64) -> Option<f64> {
     let k = (start..messages.len())
         .rev()

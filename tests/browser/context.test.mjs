@@ -53,7 +53,7 @@ test('the estimate is calibrated by the usage the provider reports: a heavier co
     }, { model: sc.openai({ contextWindow: 2_000 }), turns, texts: Array.from({ length: turns }, (_, i) => say(i, 200)) });
     return (await sc.requests()).map((q) => q.body.messages.length);
   };
-  // The provider says each request was 1 token (far below the estimate; bounded at 1/4) or
+  // The provider says each request was 1 token (far below the estimate; bounded at ½) or
   // 100,000 tokens (far above; bounded at 4×).
   const light = await sizesWith(1);
   const heavy = await sizesWith(100_000);
