@@ -514,6 +514,14 @@ async fn late_result(s: Shared, call_id: String, outcome: Result<Value, String>)
     );
 }
 
+/// A future behind a pointer: `drive`'s state machine then holds a box, not the callee's
+/// whole state, and the callee's poll is compiled once, out of line.
+fn boxed<'a, T>(
+    f: impl std::future::Future<Output = T> + 'a,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>> {
+    Box::pin(f)
+}
+
 async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended, AgentError> {
     let ev = &opts.events;
     loop {
@@ -525,14 +533,14 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
             Step::Persist(commit) => {
                 let keep = !s.borrow().engine.run_ends_after_write();
                 let writer = Writer::new(&owner.me, owner.lock_held, keep, now());
-                persist(s, commit, &writer, ev).await?
+                boxed(persist(s, commit, &writer, ev)).await?
             }
             Step::CallModel => {
                 if opts.signal.as_ref().is_some_and(AbortSignal::aborted) {
                     s.borrow_mut().engine.model_failed();
                     return Err(AgentError::Aborted);
                 }
-                let history = match history(s).await {
+                let history = match boxed(history(s)).await {
                     Ok(h) => h,
                     Err(e) => {
                         s.borrow_mut().engine.model_failed();
@@ -551,14 +559,14 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
                         .collect();
                     (g.model.clone(), g.instructions.clone(), defs)
                 };
-                let out = model::call(
+                let out = boxed(model::call(
                     &handle,
                     instructions.as_deref(),
                     &history,
                     &defs,
                     opts.signal.as_ref(),
                     ev,
-                )
+                ))
                 .await;
                 s.borrow_mut().history = Some(history);
                 match out {
@@ -581,13 +589,13 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
                     };
                     let v = match tool {
                         Some(t) => {
-                            match tools::verdict(
+                            match boxed(tools::verdict(
                                 &t,
                                 &q.call_id,
                                 &thread,
                                 &q.inputs,
                                 opts.signal.as_ref(),
-                            )
+                            ))
                             .await
                             {
                                 Some(v) => v,
@@ -620,13 +628,13 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
                 };
                 let outcome = match tool {
                     Some(t) => {
-                        match tools::execute(
+                        match boxed(tools::execute(
                             &t,
                             &inv.call_id,
                             &thread,
                             &inv.inputs,
                             opts.signal.as_ref(),
-                        )
+                        ))
                         .await
                         {
                             tools::Execution::Settled(outcome) => outcome,
