@@ -522,6 +522,14 @@ async fn late_result(s: Shared, call_id: String, outcome: Result<Value, String>)
     );
 }
 
+/// A future behind a pointer: `drive`'s state machine then holds a box, not the callee's
+/// whole state, and the callee's poll is compiled once, out of line.
+fn boxed<'a, T>(
+    f: impl std::future::Future<Output = T> + 'a,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>> {
+    Box::pin(f)
+}
+
 async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended, AgentError> {
     let ev = &opts.events;
     loop {
@@ -533,7 +541,7 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
             Step::Persist(commit) => {
                 let keep = !s.borrow().engine.run_ends_after_write();
                 let writer = Writer::new(&owner.me, owner.lock_held, keep, now());
-                persist(s, commit, &writer, ev).await?
+                boxed(persist(s, commit, &writer, ev)).await?
             }
             Step::CallModel => {
                 if opts.signal.as_ref().is_some_and(AbortSignal::aborted) {
@@ -545,21 +553,21 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
                     (g.model.clone(), g.instructions.clone(), tool_defs(&g))
                 };
                 let fixed = history::fixed_tokens(instructions.as_deref(), &defs);
-                let history = match history::for_request(s, fixed).await {
+                let history = match boxed(history::for_request(s, fixed)).await {
                     Ok(h) => h,
                     Err(e) => {
                         s.borrow_mut().engine.model_failed();
                         return Err(e);
                     }
                 };
-                let out = model::call(
+                let out = boxed(model::call(
                     &handle,
                     instructions.as_deref(),
                     &history.messages,
                     &defs,
                     opts.signal.as_ref(),
                     ev,
-                )
+                ))
                 .await;
                 s.borrow_mut().history = Some(history);
                 match out {
@@ -582,13 +590,13 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
                     };
                     let v = match tool {
                         Some(t) => {
-                            match tools::verdict(
+                            match boxed(tools::verdict(
                                 &t,
                                 &q.call_id,
                                 &thread,
                                 &q.inputs,
                                 opts.signal.as_ref(),
-                            )
+                            ))
                             .await
                             {
                                 Some(v) => v,
@@ -621,13 +629,13 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
                 };
                 let outcome = match tool {
                     Some(t) => {
-                        match tools::execute(
+                        match boxed(tools::execute(
                             &t,
                             &inv.call_id,
                             &thread,
                             &inv.inputs,
                             opts.signal.as_ref(),
-                        )
+                        ))
                         .await
                         {
                             tools::Execution::Settled(outcome) => outcome,

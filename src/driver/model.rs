@@ -41,7 +41,7 @@ pub async fn call(
     }
     match m.cfg.provider {
         ProviderKind::Demo => {
-            let out = demo::respond_with(history, tools, js_lowercase);
+            let out = demo::respond_with(history, tools, JS_UNICODE);
             for d in demo::stream_deltas(&out) {
                 emit_delta(ev, &d);
             }
@@ -179,10 +179,23 @@ fn emit_delta(ev: &Emitter, d: &StreamDelta) {
     });
 }
 
-/// JS's `toLowerCase` (the Unicode default case conversion, like `str::to_lowercase`,
-/// without linking Rust's case tables).
+/// The demo's Unicode operations, by the browser's own code (see `demo::Unicode`).
+const JS_UNICODE: demo::Unicode = demo::Unicode {
+    lowercase: js_lowercase,
+    is_alphanumeric: |c| {
+        c.is_ascii_alphanumeric() || !c.is_ascii() && js_test(c, "^[\\p{Alphabetic}\\p{N}]$")
+    },
+    is_uppercase: |c| c.is_ascii_uppercase() || !c.is_ascii() && js_test(c, "^\\p{Uppercase}$"),
+};
+
+/// JS's `toLowerCase` (the Unicode default case conversion, like `str::to_lowercase`).
 fn js_lowercase(s: &str) -> String {
     js_sys::JsString::from(s).to_lower_case().into()
+}
+
+/// Whether the Unicode regexp `pattern` matches `c` (for the non-ASCII chars of demo texts).
+fn js_test(c: char, pattern: &str) -> bool {
+    js_sys::RegExp::new(pattern, "u").test(c.encode_utf8(&mut [0; 4]))
 }
 
 fn fetch_error(e: FetchError) -> AgentError {

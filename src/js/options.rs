@@ -10,7 +10,7 @@ use crate::driver::store::StorageKind;
 use crate::driver::tools::JsTool;
 use crate::engine::{AllowedDecisions, EngineConfig, Setting, ToolSpec, check_tool_name};
 use crate::js::convert::{from_js, js_object, json_value};
-use crate::providers::{ModelConfig, ProviderKind, RetryPolicy};
+use crate::providers::{ModelConfig, ModelParams, ProviderKind, RetryPolicy};
 use js_sys::Function;
 use serde::Deserialize;
 use serde::de::{Deserializer, Error as _, Unexpected};
@@ -36,7 +36,7 @@ pub struct AgentOptions {
 )]
 struct OpenParams {
     thread_id: String,
-    /// Read twice: as a [`ModelConfig`] (data) and as [`ModelExtras`].
+    /// Read twice: as [`ModelParams`] (data) and as [`ModelExtras`].
     #[serde(default, deserialize_with = "js_object")]
     model: Option<JsValue>,
     instructions: Option<String>,
@@ -48,7 +48,7 @@ struct OpenParams {
     approval_timeout: Option<f64>,
 }
 
-/// The parts of `model` that are not the provider's config.
+/// The parts of `model` that are not [`ModelParams`].
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ModelExtras {
@@ -56,6 +56,11 @@ struct ModelExtras {
     #[serde(default, deserialize_with = "js_object")]
     call: Option<Function>,
     max_retries: Option<f64>,
+    /// A free-form record: read with `JSON.stringify`'s rules, like a tool's
+    /// `providerOptions` (a `Map<String, Value>` field would cost serde-wasm-bindgen's own
+    /// `Value` deserializer, ~1.7 KB gzip).
+    #[serde(default, deserialize_with = "js_object")]
+    headers: Option<JsValue>,
 }
 
 #[derive(Deserialize)]
@@ -160,8 +165,15 @@ pub fn parse(options: JsValue) -> Result<AgentOptions, AgentError> {
 }
 
 fn model(m: JsValue) -> Result<ModelHandle, AgentError> {
-    let cfg: ModelConfig = from_js(m.clone()).map_err(|e| bad(format!("`model`: {e}")))?;
+    let params: ModelParams = from_js(m.clone()).map_err(|e| bad(format!("`model`: {e}")))?;
     let extras: ModelExtras = from_js(m).map_err(|e| bad(format!("`model`: {e}")))?;
+    let headers = match extras.headers.map(|h| json_value(&h)).transpose() {
+        Ok(None | Some(Value::Null)) => None,
+        Ok(Some(Value::Object(o))) => Some(o),
+        Ok(Some(_)) => return Err(bad("`model`: `headers` must be an object")),
+        Err(e) => return Err(bad(format!("`model`: `headers` is not JSON: {e}"))),
+    };
+    let cfg = ModelConfig::checked(params, headers).map_err(|e| bad(format!("`model`: {e}")))?;
     if cfg.provider == ProviderKind::Custom && extras.call.is_none() {
         return Err(bad(
             "`model.call` must be a function for the custom provider",

@@ -48,10 +48,12 @@ pub struct ModelConfig {
     pub context_window: Option<u64>,
 }
 
-/// The JS-facing shape, before the checks. Unknown keys are ignored.
+/// The JS-facing shape without `headers`, before the checks. Unknown keys are ignored. The
+/// JS glue reads `headers` apart, as JSON (like every free-form record of the options), and
+/// joins them with [`ModelConfig::checked`].
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawModelConfig {
+pub struct ModelParams {
     provider: ProviderKind,
     base_url: Option<String>,
     api_key: Option<String>,
@@ -59,23 +61,37 @@ struct RawModelConfig {
     max_tokens: Option<u32>,
     temperature: Option<f64>,
     stream: Option<bool>,
-    headers: Option<Map<String, Value>>,
     context_window: Option<u64>,
+}
+
+/// The whole JS-facing shape, as JSON text writes it ([`ModelConfig::from_json`]).
+#[derive(Deserialize)]
+struct RawModelConfig {
+    #[serde(flatten)]
+    params: ModelParams,
+    headers: Option<Map<String, Value>>,
 }
 
 impl TryFrom<RawModelConfig> for ModelConfig {
     type Error = String;
 
     fn try_from(raw: RawModelConfig) -> Result<Self, String> {
-        let mut headers = Vec::new();
-        for (name, value) in raw.headers.unwrap_or_default() {
+        ModelConfig::checked(raw.params, raw.headers)
+    }
+}
+
+impl ModelConfig {
+    /// The config of `raw` and its extra `headers` (string, number or boolean values), checked.
+    pub fn checked(raw: ModelParams, headers: Option<Map<String, Value>>) -> Result<Self, String> {
+        let mut extra = Vec::new();
+        for (name, value) in headers.unwrap_or_default() {
             let value = match value {
                 Value::String(s) => s,
                 Value::Number(n) => n.to_string(),
                 Value::Bool(b) => b.to_string(),
                 _ => return Err(format!("model.headers.{name} must be a string")),
             };
-            headers.push((name, value));
+            extra.push((name, value));
         }
         let model = raw.model.map(|m| m.trim().to_owned()).unwrap_or_default();
         let cfg = ModelConfig {
@@ -86,7 +102,7 @@ impl TryFrom<RawModelConfig> for ModelConfig {
             max_tokens: raw.max_tokens,
             temperature: raw.temperature,
             stream: raw.stream.unwrap_or(true),
-            headers,
+            headers: extra,
             context_window: raw.context_window,
         };
         cfg.validate().map_err(|e| match e {
@@ -95,9 +111,7 @@ impl TryFrom<RawModelConfig> for ModelConfig {
         })?;
         Ok(cfg)
     }
-}
 
-impl ModelConfig {
     /// A config with the defaults: streaming on, no base URL, key or extra headers.
     pub fn new(provider: ProviderKind, model: impl Into<String>) -> Self {
         ModelConfig {

@@ -22,8 +22,8 @@ mod stream;
 
 pub use anthropic::AnthropicStream;
 pub use config::{
-    ANTHROPIC_DEFAULT_BASE, ANTHROPIC_DEFAULT_MAX_TOKENS, ModelConfig, OPENAI_DEFAULT_BASE,
-    ProviderKind, WireFormat,
+    ANTHROPIC_DEFAULT_BASE, ANTHROPIC_DEFAULT_MAX_TOKENS, ModelConfig, ModelParams,
+    OPENAI_DEFAULT_BASE, ProviderKind, WireFormat,
 };
 pub use error::{BODY_EXCERPT_CHARS, ProviderError};
 pub use openai::OpenAiStream;

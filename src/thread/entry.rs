@@ -129,11 +129,13 @@ impl<'de> Visitor<'de> for EntryVisitor {
         let mut description = None;
         let mut parameters = None;
         let mut inputs: Option<Value> = None;
-        let mut result: Option<Option<Value>> = None;
+        // `result` and `proposedInputs` are read as a `Value` (`null` when absent), like
+        // `inputs`: an `Option<Value>` costs serde_json a deserializer of its own (1.3 K).
+        let mut result = Value::Null;
         let mut state: Option<ApprovalState> = None;
         let mut reason = None;
         let mut reject_reason = None;
-        let mut proposed_inputs = None;
+        let mut proposed_inputs = Value::Null;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "callId" => call_id = Some(map.next_value()?),
@@ -141,12 +143,11 @@ impl<'de> Visitor<'de> for EntryVisitor {
                 "description" => description = map.next_value::<Option<String>>()?,
                 "parameters" => parameters = Some(map.next_value::<Value>()?),
                 "inputs" => inputs = Some(map.next_value()?),
-                "result" => result = Some(map.next_value()?),
+                "result" => result = map.next_value()?,
                 "approval" => state = map.next_value::<Option<ApprovalState>>()?,
                 "approvalReason" => reason = map.next_value::<Option<String>>()?,
                 "rejectReason" => reject_reason = map.next_value::<Option<String>>()?,
-                // Read as a `Value`, like `inputs`: one deserializer instance fewer in the wasm.
-                "proposedInputs" => proposed_inputs = map.next_value::<Option<Value>>()?,
+                "proposedInputs" => proposed_inputs = map.next_value()?,
                 // Unknown keys from other writers are tolerated and dropped.
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
@@ -161,14 +162,14 @@ impl<'de> Visitor<'de> for EntryVisitor {
             Some(_) => return Err(de::Error::custom("`inputs` must be an object")),
         };
         let proposed_inputs = match proposed_inputs {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(o)) => Some(o),
-            Some(_) => return Err(de::Error::custom("`proposedInputs` must be an object")),
+            Value::Null => None,
+            Value::Object(o) => Some(o),
+            _ => return Err(de::Error::custom("`proposedInputs` must be an object")),
         };
-        let result = match result.flatten() {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s),
-            Some(other) => Some(super::json_text(&other)),
+        let result = match result {
+            Value::Null => None,
+            Value::String(s) => Some(s),
+            other => Some(super::json_text(&other)),
         };
         Ok(ToolEntry {
             call_id: call_id.flatten().unwrap_or_default(),

@@ -2,22 +2,17 @@
 //! kind from the user's text (e-mail addresses, URLs, paths, quoted strings, numbers, enum
 //! words), in order of appearance; required ones it cannot find get a placeholder.
 
-use super::{Lowercase, word_positions};
+use super::{Unicode, word_positions};
 use serde_json::{Map, Value, json};
 
 /// The arguments object for a tool with `schema`, from the user's `text`.
-pub(super) fn fill(schema: &Value, text: &str, lower: Lowercase) -> Map<String, Value> {
-    fill_object(
-        schema,
-        &Found::scan(text, lower),
-        text,
-        &mut Used::default(),
-    )
+pub(super) fn fill(schema: &Value, text: &str, uni: Unicode) -> Map<String, Value> {
+    fill_object(schema, &Found::scan(text, uni), text, &mut Used::default())
 }
 
 /// Values found in the user's text, in order of appearance.
 struct Found {
-    lower: Lowercase,
+    uni: Unicode,
     quoted: Vec<String>,
     paths: Vec<String>,
     emails: Vec<String>,
@@ -36,9 +31,9 @@ struct Used {
 }
 
 impl Found {
-    fn scan(text: &str, lower: Lowercase) -> Found {
+    fn scan(text: &str, uni: Unicode) -> Found {
         let mut f = Found {
-            lower,
+            uni,
             quoted: Vec::new(),
             paths: Vec::new(),
             emails: Vec::new(),
@@ -149,15 +144,15 @@ fn value_for(
     text: &str,
     used: &mut Used,
 ) -> Option<Value> {
-    let lname = (found.lower)(name);
+    let lname = (found.uni.lowercase)(name);
     let default = prop.get("default").cloned();
     if let Some(options) = prop.get("enum").and_then(Value::as_array) {
-        let lower = (found.lower)(text);
+        let lower = (found.uni.lowercase)(text);
         let named = options.iter().find(|o| {
             o.as_str().is_some_and(|s| {
-                word_positions(&lower)
+                word_positions(&lower, found.uni)
                     .iter()
-                    .any(|(_, w)| *w == (found.lower)(s))
+                    .any(|(_, w)| *w == (found.uni.lowercase)(s))
             })
         });
         let fallback = || default.clone().or_else(|| options.first().cloned());

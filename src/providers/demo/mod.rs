@@ -27,22 +27,40 @@ const GENERIC: &[&str] = &[
     "new", "the", "and", "for", "with", "from", "current", "value", "text", "name", "user", "all",
 ];
 
-/// Lowercases text for the demo's word matching.
-pub type Lowercase = fn(&str) -> String;
-
-pub fn respond(history: &[Message], tools: &[ToolDef]) -> ModelOutput {
-    respond_with(history, tools, str::to_lowercase)
+/// The Unicode operations of the demo's word matching. [`Unicode::STD`] is std's; the browser
+/// build passes the browser's own of the same meaning (JS's `toLowerCase`, the Unicode default
+/// case conversion; `\p{Alphabetic}`, `\p{N}` and `\p{Uppercase}` regexps), because std's
+/// bring their Unicode tables into the wasm: ~16 KB of case tables for `str::to_lowercase`,
+/// ~3.7 KB (2.3 KB gzip) of property tables for `char::is_alphanumeric` and `is_uppercase`.
+#[derive(Clone, Copy)]
+pub struct Unicode {
+    /// `str::to_lowercase`.
+    pub lowercase: fn(&str) -> String,
+    /// `char::is_alphanumeric`: Alphabetic or Numeric.
+    pub is_alphanumeric: fn(char) -> bool,
+    /// `char::is_uppercase`.
+    pub is_uppercase: fn(char) -> bool,
 }
 
-/// [`respond`] with another lowercasing function of the same meaning (Unicode default case
-/// conversion): the browser build passes JS's `toLowerCase`, because `str::to_lowercase`
-/// brings ~16 KB of Unicode case tables into the wasm.
-pub fn respond_with(history: &[Message], tools: &[ToolDef], lower: Lowercase) -> ModelOutput {
+impl Unicode {
+    pub const STD: Unicode = Unicode {
+        lowercase: str::to_lowercase,
+        is_alphanumeric: char::is_alphanumeric,
+        is_uppercase: char::is_uppercase,
+    };
+}
+
+pub fn respond(history: &[Message], tools: &[ToolDef]) -> ModelOutput {
+    respond_with(history, tools, Unicode::STD)
+}
+
+/// [`respond`] with other Unicode operations of the same meaning (see [`Unicode`]).
+pub fn respond_with(history: &[Message], tools: &[ToolDef], uni: Unicode) -> ModelOutput {
     let mut out = match history.last() {
         Some(m) => match &m.kind {
             MessageKind::ToolCallResult(entries) => summarise(entries),
             MessageKind::Plain if m.role == Role::User => {
-                answer(&m.text(), history.len(), tools, lower)
+                answer(&m.text(), history.len(), tools, uni)
             }
             MessageKind::Plain | MessageKind::ToolCall(_) => {
                 ModelOutput::text("(demo) I have nothing to add.")
@@ -97,12 +115,12 @@ pub fn stream_deltas(out: &ModelOutput) -> Vec<StreamDelta> {
     deltas
 }
 
-fn answer(text: &str, history_len: usize, tools: &[ToolDef], lower: Lowercase) -> ModelOutput {
-    let lowered = lower(text);
-    let text_words = word_positions(&lowered);
+fn answer(text: &str, history_len: usize, tools: &[ToolDef], uni: Unicode) -> ModelOutput {
+    let lowered = (uni.lowercase)(text);
+    let text_words = word_positions(&lowered, uni);
     let mut mentioned: Vec<(usize, &ToolDef)> = tools
         .iter()
-        .filter_map(|t| Some((mention(t, &lowered, &text_words, lower)?, t)))
+        .filter_map(|t| Some((mention(t, &lowered, &text_words, uni)?, t)))
         .collect();
     mentioned.sort_by_key(|(pos, _)| *pos);
     if mentioned.is_empty() {
@@ -112,7 +130,7 @@ fn answer(text: &str, history_len: usize, tools: &[ToolDef], lower: Lowercase) -
         .iter()
         .enumerate()
         .map(|(i, (_, t))| {
-            let inputs = inputs::fill(&t.schema(), text, lower);
+            let inputs = inputs::fill(&t.schema(), text, uni);
             ModelToolCall {
                 id: format!("demo_call_{history_len}_{i}"),
                 name: t.name.clone(),
@@ -185,14 +203,14 @@ fn tools_hint(tools: &[ToolDef]) -> String {
 }
 
 /// Lowercase alphanumeric words of `lower` with their byte positions.
-fn word_positions(lower: &str) -> Vec<(usize, &str)> {
+fn word_positions(lower: &str, uni: Unicode) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in lower
         .char_indices()
         .chain(std::iter::once((lower.len(), ' ')))
     {
-        match (c.is_alphanumeric(), start) {
+        match ((uni.is_alphanumeric)(c), start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
                 out.push((s, &lower[s..i]));
@@ -209,22 +227,22 @@ fn mention(
     tool: &ToolDef,
     lower: &str,
     text_words: &[(usize, &str)],
-    lowercase: Lowercase,
+    uni: Unicode,
 ) -> Option<usize> {
-    let name = lowercase(&tool.name);
+    let name = (uni.lowercase)(&tool.name);
     let whole = lower.match_indices(&name).map(|(i, _)| i).find(|&i| {
-        let boundary = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let boundary = |c: Option<char>| !c.is_some_and(|c| (uni.is_alphanumeric)(c) || c == '_');
         boundary(lower[..i].chars().next_back()) && boundary(lower[i + name.len()..].chars().next())
     });
     let mut spaced = String::new();
     for c in tool.name.chars() {
-        if c.is_uppercase() {
+        if (uni.is_uppercase)(c) {
             spaced.push(' '); // camelCase boundary
         }
         // Char by char, like `char::to_lowercase` (no word-final sigma).
-        spaced.push_str(&lowercase(c.encode_utf8(&mut [0; 4])));
+        spaced.push_str(&(uni.lowercase)(c.encode_utf8(&mut [0; 4])));
     }
-    let name_words: Vec<(usize, &str)> = word_positions(&spaced)
+    let name_words: Vec<(usize, &str)> = word_positions(&spaced, uni)
         .into_iter()
         .filter(|(_, w)| w.len() >= 3 && !GENERIC.contains(w))
         .collect();
