@@ -262,14 +262,15 @@ export async function streamOnce({ baseUrl, storage, database, threadId, track =
 export async function approveCanned(agent) {
   const decisions = Object.fromEntries(agent.pendingTools().map((p) => [p.callId, 'approve']));
   net.canned = cannedCompletion('Deleted.');
-  let issued = 0, chars = 0;
-  net.onIssue = (r) => { if (!issued) { issued = r.issuedAt; chars = r.bodyChars; } };
+  let issued = 0, rec = null;
+  net.onIssue = (r) => { if (!issued) { issued = r.issuedAt; rec = r; } };
   const t0 = now();
   const st = await agent.submitDecisions(decisions);
   const t1 = now();
   net.canned = null;
   net.onIssue = null;
-  return { status: st.status, toIssueMs: issued - t0, toResolveMs: t1 - t0, requestChars: chars };
+  await settle(); // the body of a Request is counted asynchronously (common.js)
+  return { status: st.status, toIssueMs: issued - t0, toResolveMs: t1 - t0, requestChars: rec?.bodyChars ?? 0 };
 }
 
 export function memory() {
