@@ -7,6 +7,7 @@ use super::error::AgentError;
 use super::fetch::{clear_timeout, set_timeout};
 use super::{Input, RunOptions, Session, Shared, now, run_input};
 use crate::engine::EngineError;
+use crate::store::page::Rows;
 use crate::thread::ApprovalState;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -124,7 +125,10 @@ pub async fn expired_error(s: &Shared, payload: &Value) -> Option<AgentError> {
         let g = s.borrow();
         (g.store.clone(), g.thread_id.clone())
     };
-    let rows = store.page(&thread, None, LOOK_BACK).await.ok()?;
+    let rows = store
+        .rows(Rows::Messages, &thread, None, LOOK_BACK)
+        .await
+        .ok()?;
     let call_id = rows
         .iter()
         .rev()

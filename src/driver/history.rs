@@ -6,6 +6,7 @@
 use super::error::AgentError;
 use super::{Session, Shared};
 use crate::providers::ToolDef;
+use crate::store::page::Rows;
 use crate::thread::context::{self, Selection, Sized};
 use crate::thread::{Message, window_start};
 
@@ -73,7 +74,9 @@ impl History {
             (g.store.clone(), g.thread_id.clone(), g.message_count)
         };
         let first = (count + 1).saturating_sub(self.messages.len() as u64);
-        let rows = store.page(&thread, Some(first), self.page).await?;
+        let rows = store
+            .rows(Rows::Messages, &thread, Some(first), self.page)
+            .await?;
         self.complete = rows.first().is_none_or(|r| r.seq <= 1);
         self.page = (self.page * 2).min(MAX_PAGE);
         let mut older = Vec::with_capacity(rows.len() + self.messages.len());

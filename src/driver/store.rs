@@ -3,6 +3,7 @@
 use super::error::AgentError;
 use crate::engine::Commit;
 use crate::store::indexeddb::IndexedDbStore;
+use crate::store::page::Rows;
 use crate::store::{MemoryStore, MessageRow, Snapshot, StoreError, ThreadRecord, Writer};
 use serde::Deserialize;
 use std::rc::Rc;
@@ -90,28 +91,18 @@ impl Store {
         }
     }
 
-    pub async fn page(
+    /// Up to `limit` rows of `kind` (messages or audit records) before `before_seq`, oldest
+    /// first.
+    pub async fn rows(
         &self,
+        kind: Rows,
         thread: &str,
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
         match self {
-            Store::Memory(s) => s.page(thread, before_seq, limit),
-            Store::IndexedDb(s) => s.page(thread, before_seq, limit).await,
-        }
-    }
-
-    /// Up to `limit` audit records before `before_seq`, oldest first.
-    pub async fn audit_page(
-        &self,
-        thread: &str,
-        before_seq: Option<u64>,
-        limit: u32,
-    ) -> Result<Vec<MessageRow>, StoreError> {
-        match self {
-            Store::Memory(s) => s.audit_page(thread, before_seq, limit),
-            Store::IndexedDb(s) => s.audit_page(thread, before_seq, limit).await,
+            Store::Memory(s) => s.rows(kind, thread, before_seq, limit),
+            Store::IndexedDb(s) => s.rows(kind, thread, before_seq, limit).await,
         }
     }
 

@@ -13,6 +13,7 @@ use crate::js::results::{
     AgentState, ByName, EffectivePolicy, HandleConflict, RunStatus, StopReason,
 };
 use crate::store::StoreError;
+use crate::store::page::Rows;
 use js_sys::Promise;
 use std::future::Future;
 use std::pin::Pin;
@@ -201,7 +202,7 @@ impl Agent {
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "MessagesOptions")] options: JsValue,
     ) -> Promise {
-        self.rows(options, "messages", false)
+        self.rows(options, Rows::Messages)
     }
 
     /// The thread's audit trail: one record per gated call, oldest first; paged like
@@ -211,7 +212,7 @@ impl Agent {
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "MessagesOptions")] options: JsValue,
     ) -> Promise {
-        self.rows(options, "audit", true)
+        self.rows(options, Rows::Audit)
     }
 
     /// Sets this thread's policy for one tool: `{ enabled?, autoApprove? }`; `null` resets a
@@ -310,8 +311,9 @@ impl Agent {
 }
 
 impl Agent {
-    /// A page of stored rows (messages, or audit records with `audit`) as one JSON array.
-    fn rows(&self, options: JsValue, method: &'static str, audit: bool) -> Promise {
+    /// A page of stored rows (messages or audit records) as one JSON array.
+    fn rows(&self, options: JsValue, kind: Rows) -> Promise {
+        let method = kind.method();
         let (store, thread) = {
             let g = self.s.borrow();
             (g.store.clone(), g.thread_id.clone())
@@ -324,12 +326,10 @@ impl Agent {
                 .limit
                 .map_or(u32::MAX, |n| n.clamp(0.0, u32::MAX as f64) as u32);
             let before = p.before_index.map(|i| i.max(0.0) as u64 + 1);
-            let rows = if audit {
-                store.audit_page(&thread, before, limit).await
-            } else {
-                store.page(&thread, before, limit).await
-            };
-            let rows = rows.map_err(|e| err(e.into()))?;
+            let rows = store
+                .rows(kind, &thread, before, limit)
+                .await
+                .map_err(|e| err(e.into()))?;
             parse_json(&crate::store::page::json_array(&rows)).ok_or_else(|| {
                 err(AgentError::Store(StoreError::Corrupt(format!(
                     "a stored row of {method}() is not JSON"

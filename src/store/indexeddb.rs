@@ -28,6 +28,7 @@ mod connection;
 mod values;
 
 use super::ownership::{Writer, plan_release, plan_renew};
+use super::page::Rows;
 use super::record::{MessageRow, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
 use crate::engine::Commit;
 use connection::Connection;
@@ -266,7 +267,8 @@ impl IndexedDbStore {
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
-        self.rows(MESSAGES, thread_id, before_seq, limit).await
+        self.rows(Rows::Messages, thread_id, before_seq, limit)
+            .await
     }
 
     /// Up to `limit` audit records before `before_seq` (exclusive; `None` = from the last),
@@ -277,27 +279,28 @@ impl IndexedDbStore {
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
-        self.rows(AUDIT, thread_id, before_seq, limit).await
+        self.rows(Rows::Audit, thread_id, before_seq, limit).await
     }
 
-    /// Rows of `store` (numbered 1..=the record's count of them) before `before_seq`.
-    async fn rows(
+    /// Up to `limit` rows of `kind` before `before_seq`, oldest first: the record and one key
+    /// range of at most `limit` rows.
+    pub async fn rows(
         &self,
-        store: &str,
+        kind: Rows,
         thread_id: &str,
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
+        let store = match kind {
+            Rows::Messages => MESSAGES,
+            Rows::Audit => AUDIT,
+        };
         let db = self.db().await?;
         let tx = begin(&db, &[THREADS, store], TransactionMode::Readonly)?;
         let Some(record) = get_record(&tx, thread_id).await? else {
             return Ok(Vec::new());
         };
-        let count = if store == AUDIT {
-            record.audit_count
-        } else {
-            record.message_count
-        };
+        let count = kind.count(&record);
         let end = before_seq.map_or(count, |s| s.saturating_sub(1).min(count));
         let start = end.saturating_sub(u64::from(limit)); // rows start+1 ..= end
         if end == start {

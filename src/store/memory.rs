@@ -3,6 +3,7 @@
 //! JS realm (or one native thread), so two agents on one thread see each other.
 
 use super::ownership::{Writer, plan_release, plan_renew};
+use super::page::Rows;
 use super::record::{MessageRow, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
 use crate::engine::Commit;
 use std::cell::RefCell;
@@ -168,7 +169,7 @@ impl MemoryStore {
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
-        self.rows(thread_id, |t| &t.rows, before_seq, limit)
+        self.rows(Rows::Messages, thread_id, before_seq, limit)
     }
 
     /// Up to `limit` audit records before `before_seq`, like [`MemoryStore::page`].
@@ -178,13 +179,14 @@ impl MemoryStore {
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
-        self.rows(thread_id, |t| &t.audit, before_seq, limit)
+        self.rows(Rows::Audit, thread_id, before_seq, limit)
     }
 
-    fn rows(
+    /// Up to `limit` rows of `kind` before `before_seq`, oldest first.
+    pub fn rows(
         &self,
+        kind: Rows,
         thread_id: &str,
-        rows: fn(&Thread) -> &Vec<MessageRow>,
         before_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
@@ -192,7 +194,10 @@ impl MemoryStore {
         let Ok(i) = find(&db, thread_id) else {
             return Ok(Vec::new());
         };
-        let rows = rows(&db[i].1);
+        let rows = match kind {
+            Rows::Messages => &db[i].1.rows,
+            Rows::Audit => &db[i].1.audit,
+        };
         let end = before_seq.map_or(rows.len(), |s| {
             (s.saturating_sub(1) as usize).min(rows.len())
         });

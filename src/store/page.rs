@@ -4,7 +4,33 @@
 //! ~1 ms, against ~13 ms to parse the rows into `Message`s and build the JS objects with
 //! serde-wasm-bindgen.
 
-use super::record::MessageRow;
+use super::record::{MessageRow, ThreadRecord};
+
+/// The rows a thread has, numbered from 1 (docs/design.md, "Stored data"): its messages, or
+/// its audit records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    Messages,
+    Audit,
+}
+
+impl Rows {
+    /// The API method that pages them (`messages()`, `audit()`).
+    pub fn method(self) -> &'static str {
+        match self {
+            Rows::Messages => "messages",
+            Rows::Audit => "audit",
+        }
+    }
+
+    /// How many the thread has: the record counts both.
+    pub fn count(self, record: &ThreadRecord) -> u64 {
+        match self {
+            Rows::Messages => record.message_count,
+            Rows::Audit => record.audit_count,
+        }
+    }
+}
 
 /// `[row, row, …]`, in the rows' order.
 pub fn json_array(rows: &[MessageRow]) -> String {
