@@ -37,6 +37,17 @@ pub enum AuditOutcome {
     Regated,
 }
 
+impl AuditOutcome {
+    /// How a call that ran ended: its tool's outcome (`Err`: the error the model gets).
+    pub fn of_run<T>(outcome: &Result<T, String>) -> Self {
+        if outcome.is_ok() {
+            AuditOutcome::Ok
+        } else {
+            AuditOutcome::ToolError
+        }
+    }
+}
+
 /// One gated call's record. Times are ms since the epoch; a field that has not happened yet is
 /// `null`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

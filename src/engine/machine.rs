@@ -417,11 +417,7 @@ impl Engine {
             Phase::WaitingTool(id) if id == call_id => {}
             _ => return Err(unexpected("a tool outcome")),
         }
-        let ended = if outcome.is_ok() {
-            AuditOutcome::Ok
-        } else {
-            AuditOutcome::ToolError
-        };
+        let ended = AuditOutcome::of_run(&outcome);
         let result = self.model_result(call_id, tool_result(outcome));
         self.now = now_ms;
         if let Some(run) = &mut self.state.run {
@@ -852,11 +848,7 @@ impl Engine {
             a.state = ApprovalState::Approved;
         }
         run.decide(call_id, true, &e.inputs);
-        let ended = if outcome.is_ok() {
-            AuditOutcome::Ok
-        } else {
-            AuditOutcome::ToolError
-        };
+        let ended = AuditOutcome::of_run(&outcome);
         let result = match &e.proposed_inputs {
             Some(proposed) => edited_result(proposed, &e.inputs, &tool_result(outcome)),
             None => tool_result(outcome),
