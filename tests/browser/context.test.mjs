@@ -92,3 +92,40 @@ test('a message too large for the window is refused before it is stored or sent;
   assert.equal(r.callsAfterRetry, 1, 'and never runs the tool again');
   assert.equal((await sc.requests()).length, 2, 'only the requests that fit were sent');
 });
+
+test('once the window is full, later turns read no older messages again (the history is kept between calls)', T, async (t) => {
+  const { page } = await h.open(t);
+  const turns = 16;
+  // The reported input tokens swing between far below and far above the estimate, so the
+  // calibrated window shrinks and grows from one call to the next (bounded at ½× and 4×).
+  const sc = await h.scenario(Array.from({ length: turns }, (_, i) => ({ text: say(i), usage: { input: i % 2 ? 100_000 : 1 } })));
+  const r = await run(page, async ({ model, db, turns, texts }) => {
+    const { gh } = window;
+    // Counts the read-only transactions that read messages (history pages; opens and reloads).
+    const proto = IDBDatabase.prototype;
+    const original = proto.transaction;
+    let reads = 0;
+    proto.transaction = function (names, mode, ...rest) {
+      const list = typeof names === 'string' ? [names] : [...names];
+      if ((mode ?? 'readonly') === 'readonly' && list.includes('messages')) reads++;
+      return original.call(this, names, mode, ...rest);
+    };
+    try {
+      const agent = await gh.Agent.open({ threadId: 'kept', model, storage: { database: db } });
+      const perTurn = [];
+      for (let i = 0; i < turns; i++) {
+        const before = reads;
+        await agent.chat(texts[i]);
+        perTurn.push(reads - before);
+      }
+      return { perTurn };
+    } finally {
+      proto.transaction = original;
+    }
+  }, { model: sc.openai({ contextWindow: 3_000 }), db: uid('db'), turns, texts: Array.from({ length: turns }, (_, i) => say(i)) });
+  const sizes = (await sc.requests()).map((q) => q.body.messages.length);
+  assert.ok(sizes.some((n, i) => i > 0 && n < sizes[i - 1]), `the window shrank at least once: request sizes ${sizes}`);
+  // This view wrote the whole thread itself: what it trimmed did not fit, and a later
+  // calibration that would make room again does not make it read those messages back.
+  assert.deepEqual(r.perTurn, Array(turns).fill(0), `reads per turn ${r.perTurn}, request sizes ${sizes}`);
+});
