@@ -269,7 +269,6 @@ export async function approveCanned(agent) {
   const t1 = now();
   net.canned = null;
   net.onIssue = null;
-  await settle(); // the body of a Request is counted asynchronously (common.js)
   return { status: st.status, toIssueMs: issued - t0, toResolveMs: t1 - t0, requestChars: rec?.bodyChars ?? 0 };
 }
 
