@@ -422,8 +422,9 @@ async function interleavedTurns(variants, n, block) {
     const r = await guard(`start ${v.label}`, async () => {
       const { page, cdp } = await newPage();
       const call = v.side === 'gh' ? GH : AI;
-      await page.evaluate(call('turnsStart', { key: v.key, ...v.args }));
-      return { ...v, page, cdp, call, acc: { perTurn: [], phases: [], busyMs: 0, cpuMs: 0, noThreadTimeMs: 0 } };
+      const started = await page.evaluate(call(v.start ?? 'turnsStart', { key: v.key, ...v.args }));
+      if (v.start) log(`${v.label}: ${JSON.stringify(started)}`);
+      return { ...v, page, cdp, call, started, acc: { perTurn: [], phases: [], busyMs: 0, cpuMs: 0, noThreadTimeMs: 0 } };
     });
     if (r) live.push(r);
   }
@@ -432,7 +433,7 @@ async function interleavedTurns(variants, n, block) {
     for (const v of live) {
       if (v.failed) continue;
       try {
-        const t = await traced(v.cdp, () => v.page.evaluate(v.call('turnsMore', { key: v.key, k })));
+        const t = await traced(v.cdp, () => v.page.evaluate(v.call(v.more ?? 'turnsMore', { key: v.key, k })));
         v.acc.perTurn.push(...t.result.perTurn);
         v.acc.phases.push(...(t.result.phases ?? []));
         v.acc.busyMs += t.busyMs;
@@ -450,6 +451,7 @@ async function interleavedTurns(variants, n, block) {
   for (const v of live) {
     if (!v.failed) {
       out[v.name] = turnStats(v.acc);
+      if (v.start) out[v.name].started = v.started;
       if (v.memory) out[v.name].memory = await gcAndMemory(v.page, v.cdp, v.side);
       const r = out[v.name];
       log(`${v.label}: ${r.msPerTurn.toFixed(2)} ms/turn (median ${r.stats.median.toFixed(2)}; first ${r.window}: ${r.first.toFixed(2)}, last ${r.window}: ${r.last.toFixed(2)}), main thread CPU ${r.cpuPerTurn.toFixed(2)} ms/turn (no thread time: ${r.noThreadTimeMs.toFixed(1)} of ${r.busyMs.toFixed(0)} ms), busy ${r.busyPerTurn.toFixed(2)} ms/turn, ${r.messageCount} messages`);
@@ -467,6 +469,7 @@ async function perTurn() {
     { name: 'ghIdb', label: 'Gatehouse IndexedDB', side: 'gh', key: 'idb', args: { baseUrl: sc('turns-gh-idb'), storage: 'indexeddb', database: 'gh-turns', threadId: 'idb', stream: false } },
     { name: 'ghMem', label: 'Gatehouse memory store', side: 'gh', key: 'mem', args: { baseUrl: sc('turns-gh-mem'), storage: 'memory', database: 'gh-turns-mem', threadId: 'mem', stream: false } },
     { name: 'ai', label: 'AI SDK generateText', side: 'ai', key: 'gen', args: { baseUrl: sc('turns-ai'), stream: false } },
+    { name: 'idbFloor', label: 'IndexedDB alone (a GH turn\'s transactions replayed in plain JS)', side: 'gh', key: 'floor', start: 'floorStart', more: 'floorMore', args: { baseUrl: sc('turns-floor'), database: 'gh-floor', threadId: 'floor' } },
   ], n, CFG.block));
   if (wanted('turns')) Object.assign(out, await interleavedTurns([
     { name: 'ghIdbStream', label: 'Gatehouse IndexedDB streaming + onEvent', side: 'gh', key: 'idbs', args: { baseUrl: sc('turns-gh-idb-s'), storage: 'indexeddb', database: 'gh-turns', threadId: 'idb-stream', stream: true, withEvents: true } },
@@ -643,6 +646,14 @@ function buildRows(R) {
     row('  main-thread busy per turn (trace, wall time of tasks)', busy(tu.ghIdb), busy(tu.ai), both(tu.ghIdb, tu.ai, (x) => x.busyPerTurn));
     row('wall ms per turn, mean / median: GH memory store vs generateText', wall(tu.ghMem), wall(tu.ai), both(tu.ghMem, tu.ai, (x) => x.stats.median));
     row('  main-thread CPU per turn', cpu(tu.ghMem), cpu(tu.ai), both(tu.ghMem, tu.ai, (x) => x.cpuPerTurn));
+    const fo = tu.idbFloor;
+    if (fo) {
+      const txs = fo.started?.transactions ?? [];
+      const ro = txs.filter((t) => t.startsWith('readonly')).length;
+      row(`IndexedDB alone: a GH tool turn's ${ro} read-only + ${txs.length - ro} read-write transactions replayed in plain JS (same values; no SDK, no fetch)`, cpu(fo), '—');
+      if (tu.ghMem && tu.ai) row('  floor: GH memory store + IndexedDB alone, main-thread CPU per turn', ms(tu.ghMem.cpuPerTurn + fo.cpuPerTurn), ms(tu.ai.cpuPerTurn), ratio(tu.ghMem.cpuPerTurn + fo.cpuPerTurn, tu.ai.cpuPerTurn));
+      if (tu.ghIdb && tu.ghMem) row('  GH IndexedDB − GH memory store: what the store costs the SDK per turn, vs IndexedDB alone', ms(tu.ghIdb.cpuPerTurn - tu.ghMem.cpuPerTurn), ms(fo.cpuPerTurn));
+    }
     row('wall ms per turn, streaming: GH IndexedDB + onEvent vs streamText', wall(tu.ghIdbStream), wall(tu.aiStream), both(tu.ghIdbStream, tu.aiStream, (x) => x.stats.median));
     row('  main-thread CPU per turn', cpu(tu.ghIdbStream), cpu(tu.aiStream), both(tu.ghIdbStream, tu.aiStream, (x) => x.cpuPerTurn));
     const fl = (x) => (x ? `${ms(x.first)} → ${ms(x.last)}` : '—');
@@ -721,6 +732,8 @@ function buildRows(R) {
     const g1 = ap?.gh?.[1000], g100 = ap?.gh?.[100000];
     if (g1 && g100) row('  100,000 vs 1,000 messages: approve → request / wasm memory (targets ≤ 1.5× / ≤ 2×)', `${ratio(g100.toIssue.median, g1.toIssue.median)} / ${ratio(g100.wasmBytes, g1.wasmBytes)}`, '');
     if (tu?.ghIdb && tu?.ai) row('main-thread CPU per tool turn, IndexedDB vs in memory (target ≤ 1.0×)', ms(tu.ghIdb.cpuPerTurn), ms(tu.ai.cpuPerTurn), ratio(tu.ghIdb.cpuPerTurn, tu.ai.cpuPerTurn));
+    if (tu?.ghMem && tu?.idbFloor && tu?.ai) row('  its floor: GH memory store + the turn\'s IndexedDB transactions alone (section 3)', ms(tu.ghMem.cpuPerTurn + tu.idbFloor.cpuPerTurn), ms(tu.ai.cpuPerTurn), ratio(tu.ghMem.cpuPerTurn + tu.idbFloor.cpuPerTurn, tu.ai.cpuPerTurn));
+    if (tu?.ghIdbStream && tu?.aiStream) row('main-thread CPU per tool turn, streaming (the SDK\'s default), IndexedDB vs streamText', ms(tu.ghIdbStream.cpuPerTurn), ms(tu.aiStream.cpuPerTurn), ratio(tu.ghIdbStream.cpuPerTurn, tu.aiStream.cpuPerTurn));
     if (tu?.approvalGhIdb && tu?.approvalAi) row('approval round trip: submitDecisions → next request issued, IndexedDB', ms(tu.approvalGhIdb.toIssue.median), ms(tu.approvalAi.toIssue.median), ratio(tu.approvalGhIdb.toIssue.median, tu.approvalAi.toIssue.median));
     if (st?.gh && st?.ai) row('first byte → first delta, 20,000-token stream (target ≤ 2×)', ms(st.gh.firstByteToFirstDelta.median), ms(st.ai.firstByteToFirstDelta.median), ratio(st.gh.firstByteToFirstDelta.median, st.ai.firstByteToFirstDelta.median));
     const tg = me?.turns?.gh?.memory, ta = me?.turns?.ai?.memory;

@@ -187,6 +187,77 @@ export async function turnsMore({ key, k }) {
   return { perTurn, phases: turnPhases, messageCount: s.agent.messageCount, lastRequestChars: net.last?.bodyChars ?? null, deltas: s.deltas };
 }
 
+/**
+ * The IndexedDB floor of a tool turn: the transactions Gatehouse makes in one turn, replayed
+ * in plain JS with the same values and nothing else (no SDK, no fetch, no tool). floorStart
+ * runs two real turns through the SDK and notes every transaction of the second one (mode,
+ * stores, each get's key and each put's value, in order); each floorMore turn makes the same
+ * transactions again, the rows and the record moved on by one turn's messages and versions,
+ * each read-write one with its gets awaited before its puts and committed explicitly, as the
+ * SDK does (src/store/indexeddb.rs). What no binding, however thin, can take off the
+ * main thread.
+ */
+export async function floorStart({ key, baseUrl, database, threadId }) {
+  const agent = await open({ threadId, baseUrl, database, storage: 'indexeddb', stream: false });
+  let st = await agent.chat(question(0));
+  const before = await readRaw(database, threadId);
+  const txs = [];
+  const noted = new Map();
+  const note = (store, op) => {
+    const tx = store.transaction;
+    if (!noted.has(tx)) { const t = { mode: tx.mode, stores: [...tx.objectStoreNames], ops: [] }; noted.set(tx, t); txs.push(t); }
+    noted.get(tx).ops.push(op);
+  };
+  const proto = IDBObjectStore.prototype;
+  const { get, put } = proto;
+  proto.get = function (k) { note(this, { op: 'get', store: this.name, key: structuredClone(k) }); return get.call(this, k); };
+  proto.put = function (v, ...rest) { note(this, { op: 'put', store: this.name, value: structuredClone(v) }); return put.call(this, v, ...rest); };
+  try { st = await agent.chat(question(1)); } finally { proto.get = get; proto.put = put; }
+  agent.free?.();
+  if (st.status !== 'completed') throw new Error(`floor: ${st.status}`);
+  const after = await readRaw(database, threadId);
+  const db = await rawOpen(database);
+  sessions.set(key, {
+    db, txs, i: 0,
+    rows: after.record.messageCount - before.record.messageCount,
+    versions: after.record.version - before.record.version,
+  });
+  return { transactions: txs.map((t) => `${t.mode}: ${t.ops.map((o) => `${o.op} ${o.store}`).join(', ')}`) };
+}
+
+export async function floorMore({ key, k }) {
+  const s = sessions.get(key);
+  const perTurn = new Array(k);
+  await settle();
+  for (let j = 0; j < k; j++) {
+    const t0 = now();
+    const n = ++s.i; // turns replayed so far, this one included
+    const dRows = n * s.rows, dVersions = n * s.versions;
+    for (const t of s.txs) {
+      const tx = s.db.transaction(t.stores, t.mode);
+      const gets = [];
+      for (const o of t.ops) {
+        if (o.op !== 'get') continue;
+        const key = Array.isArray(o.key) ? [o.key[0], o.key[1] + dRows] : o.key;
+        gets.push(req(tx.objectStore(o.store).get(key)));
+      }
+      await Promise.all(gets);
+      if (t.mode !== 'readwrite') continue;
+      for (const o of t.ops) {
+        if (o.op !== 'put') continue;
+        const v = o.store === 'threads'
+          ? { ...o.value, messageCount: o.value.messageCount + dRows, version: o.value.version + dVersions }
+          : { ...o.value, seq: o.value.seq + dRows };
+        tx.objectStore(o.store).put(v);
+      }
+      tx.commit();
+      await txDone(tx);
+    }
+    perTurn[j] = now() - t0;
+  }
+  return { perTurn, phases: [], messageCount: null, lastRequestChars: null, deltas: 0 };
+}
+
 /** All turns in one go (the memory row). */
 export async function runTurns(args) {
   await turnsStart({ key: 'run', ...args });
