@@ -28,7 +28,7 @@ use events::Emitter;
 use model::ModelHandle;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use store::Store;
 use tools::JsTool;
@@ -57,6 +57,9 @@ pub struct Session {
     /// is called and then kept up to date by `persist`.
     history: Option<history::History>,
     running: bool,
+    /// Runs started on this agent: a reload started outside a run gives way to a run that
+    /// started while it read (see [`reload`]).
+    runs: u64,
     /// The last write of the current run kept its lease (the run must clear it when it ends).
     leased: bool,
     /// Results this run computed whose write was refused because another agent took the
@@ -135,6 +138,7 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
         history_limit: o.history_limit,
         history: None,
         running: false,
+        runs: 0,
         leased: false,
         refused: Vec::new(),
         live: live::Live::default(),
@@ -145,7 +149,8 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
     live::connect(&session, &name);
     let mut snap = snap;
     for _ in 0..3 {
-        let probe = observe(&session, &snap).await;
+        let runs = session.borrow().runs;
+        let probe = observe(&session, &snap, runs).await;
         let me = session.borrow().me.clone();
         if !must_recover(&snap.record, &me, now(), probe) {
             break;
@@ -174,8 +179,9 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
 }
 
 /// Takes `snap` as the view (when it is newer) and notes another agent's lease in it, asking
-/// the Web Lock whether that owner is alive. Returns what the lock said.
-async fn observe(s: &Shared, snap: &Snapshot) -> LockProbe {
+/// the Web Lock whether that owner is alive. Returns what the lock said. Changes nothing if a
+/// run started since `runs` (the count of runs when `snap` was asked for).
+async fn observe(s: &Shared, snap: &Snapshot, runs: u64) -> LockProbe {
     let (lock, me) = {
         let g = s.borrow();
         (g.lock.clone(), g.me.clone())
@@ -188,6 +194,9 @@ async fn observe(s: &Shared, snap: &Snapshot) -> LockProbe {
         _ => locks::probe(&lock).await,
     };
     let mut g = s.borrow_mut();
+    if g.runs != runs {
+        return probe;
+    }
     if snap.record.version != g.version {
         take(&mut g, snap);
     }
@@ -316,6 +325,7 @@ pub(crate) async fn run_input(
             )));
         }
         g.running = true;
+        g.runs += 1;
     }
     let _guard = RunningGuard(s.clone());
     let (store, thread, lock_name, me) = {
@@ -342,49 +352,22 @@ pub(crate) async fn run_input(
         locks::Attempt::Taken => (None, LockAttempt::Taken),
         locks::Attempt::Unsupported => (None, LockAttempt::Unsupported),
     };
-    // The record alone decides; the tail is read only when the view must be replaced.
-    let record = store.record(&thread, now()).await?;
-    let admission = admit(&record, s.borrow().version, &me, attempt, now());
-    match admission {
-        Admission::Go => {}
-        Admission::Busy => {
-            drop(held);
-            let snap = store.load(&thread, now()).await?;
-            observe(s, &snap).await;
-            let owner = record.lease.map(|l| l.owner).unwrap_or_default();
-            return Err(AgentError::Store(StoreError::Owned { owner }));
-        }
-        Admission::Stale => {
-            let snap = store.load(&thread, now()).await?;
-            let mut g = s.borrow_mut();
-            let (expected, found) = (g.version, snap.record.version);
-            take(&mut g, &snap);
-            return Err(AgentError::Store(StoreError::Conflict { expected, found }));
-        }
+    // Admission (docs/design.md, "Run ownership"): the record alone decides. With the lock
+    // held, the run's first write decides it inside its own transaction, where the store
+    // refuses a stale version or another agent's live lease exactly as `admit` does (one
+    // transaction less per run); the record is read first only when the input is refused or
+    // the run's first step is not a write. Without the lock it is read now.
+    let deferred = held.is_some();
+    if !deferred {
+        admit_by_read(s, &store, &thread, &me, attempt).await?;
     }
     s.borrow_mut().others = None;
-    {
-        let mut g = s.borrow_mut();
-        let t = now() as u64;
-        match input {
-            Input::Message(text) => {
-                history::check_message(&g, &text)?;
-                g.engine.user_message(&text, t)?
-            }
-            Input::Decisions(v) => g.engine.submit_decisions(&v, t, opts.by.as_deref())?,
-            Input::ToolResults(v) => g.engine.submit_tool_results(&v, t)?,
-            Input::Retry => g.engine.retry(t)?,
-            Input::SetPolicy(name, p) => g.engine.set_tool_policy(&name, p)?,
-            Input::Recover => {
-                g.engine.recover(t);
-            }
-            Input::LateResult(call_id, outcome) => {
-                g.engine.late_result(&call_id, outcome, t)?;
-            }
-            Input::Expire => {
-                g.engine.expire(t)?;
-            }
+    if let Err(e) = apply(s, input, opts) {
+        if deferred {
+            // A stale view's refusal is `conflict`, not whatever its old state said.
+            admit_by_read(s, &store, &thread, &me, attempt).await?;
         }
+        return Err(e);
     }
     // The owner renews its lease while a step is under way (a lease written without a Web
     // Lock is all another tab can judge it by).
@@ -401,6 +384,11 @@ pub(crate) async fn run_input(
         owner: Ownership {
             me,
             lock_held: held.is_some(),
+            admission: Cell::new(if deferred {
+                Admit::Pending(attempt)
+            } else {
+                Admit::Done
+            }),
         },
         renewal,
         held,
@@ -438,6 +426,58 @@ pub(crate) async fn run_input(
     }
 }
 
+/// Applies a run's input to the view's engine.
+fn apply(s: &Shared, input: Input, opts: &RunOptions) -> Result<(), AgentError> {
+    let mut g = s.borrow_mut();
+    let t = now() as u64;
+    match input {
+        Input::Message(text) => {
+            history::check_message(&g, &text)?;
+            g.engine.user_message(&text, t)?
+        }
+        Input::Decisions(v) => g.engine.submit_decisions(&v, t, opts.by.as_deref())?,
+        Input::ToolResults(v) => g.engine.submit_tool_results(&v, t)?,
+        Input::Retry => g.engine.retry(t)?,
+        Input::SetPolicy(name, p) => g.engine.set_tool_policy(&name, p)?,
+        Input::Recover => {
+            g.engine.recover(t);
+        }
+        Input::LateResult(call_id, outcome) => {
+            g.engine.late_result(&call_id, outcome, t)?;
+        }
+        Input::Expire => {
+            g.engine.expire(t)?;
+        }
+    }
+    Ok(())
+}
+
+/// Admits a run by reading the record (`store::admit`). A refused run takes the stored thread
+/// (and the lock's word on its owner) and fails with `busy` or `conflict`, having written and
+/// sent nothing.
+async fn admit_by_read(
+    s: &Shared,
+    store: &Store,
+    thread: &str,
+    me: &str,
+    attempt: LockAttempt,
+) -> Result<(), AgentError> {
+    let record = store.record(thread, now()).await?;
+    let expected = s.borrow().version;
+    let refusal = match admit(&record, expected, me, attempt, now()) {
+        Admission::Go => return Ok(()),
+        Admission::Busy => StoreError::Owned {
+            owner: record.lease.map(|l| l.owner).unwrap_or_default(),
+        },
+        Admission::Stale => StoreError::Conflict {
+            expected,
+            found: record.version,
+        },
+    };
+    reload(s).await?;
+    Err(refusal.into())
+}
+
 /// How long a run that was aborted while a tool's `execute` had not settled keeps owning the
 /// thread, waiting for it, before it re-gates the call.
 const ABORT_GRACE_MS: f64 = 10_000.0;
@@ -460,6 +500,10 @@ async fn finish(
     result: Result<Option<Outcome>, AgentError>,
 ) -> Result<Option<Outcome>, AgentError> {
     drop(hold.renewal);
+    if hold.owner.admission.get() == Admit::Refused {
+        // Refused at admission: nothing was written, sent or leased.
+        return result;
+    }
     let leased = std::mem::take(&mut s.borrow_mut().leased);
     if result.is_err() || leased {
         let (store, thread) = {
@@ -489,6 +533,40 @@ async fn finish(
 struct Ownership {
     me: String,
     lock_held: bool,
+    admission: Cell<Admit>,
+}
+
+/// Where a run's admission stands.
+#[derive(Clone, Copy, PartialEq)]
+enum Admit {
+    /// To be decided by the first write, or by a read before any other step.
+    Pending(LockAttempt),
+    Done,
+    /// Refused: the run wrote and sent nothing, and has nothing to clean up.
+    Refused,
+}
+
+impl Ownership {
+    /// Admits the run by reading the record, unless it is already admitted: before any step
+    /// that is not a write (a model call, a policy, a tool, an outcome).
+    async fn admit_by_read(&self, s: &Shared) -> Result<(), AgentError> {
+        let Admit::Pending(attempt) = self.admission.get() else {
+            return Ok(());
+        };
+        let (store, thread) = {
+            let g = s.borrow();
+            (g.store.clone(), g.thread_id.clone())
+        };
+        let r = admit_by_read(s, &store, &thread, &self.me, attempt).await;
+        self.admission.set(match r {
+            Ok(()) => Admit::Done,
+            Err(AgentError::Store(StoreError::Owned { .. } | StoreError::Conflict { .. })) => {
+                Admit::Refused
+            }
+            Err(_) => Admit::Pending(attempt),
+        });
+        r
+    }
 }
 
 /// How `drive` ended.
@@ -534,6 +612,9 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
     let ev = &opts.events;
     loop {
         let step = s.borrow_mut().engine.poll();
+        if !matches!(step, Some(Step::Persist(_))) {
+            boxed(owner.admit_by_read(s)).await?;
+        }
         let Some(step) = step else {
             return Ok(Ended::Done(None));
         };
@@ -541,7 +622,7 @@ async fn drive(s: &Shared, opts: &RunOptions, owner: &Ownership) -> Result<Ended
             Step::Persist(commit) => {
                 let keep = !s.borrow().engine.run_ends_after_write();
                 let writer = Writer::new(&owner.me, owner.lock_held, keep, now());
-                boxed(persist(s, commit, &writer, ev)).await?
+                boxed(persist(s, commit, &writer, ev, &owner.admission)).await?
             }
             Step::CallModel => {
                 if opts.signal.as_ref().is_some_and(AbortSignal::aborted) {
@@ -683,6 +764,7 @@ async fn persist(
     commit: crate::engine::Commit,
     writer: &Writer,
     ev: &Emitter,
+    admission: &Cell<Admit>,
 ) -> Result<(), AgentError> {
     let (store, thread, version) = {
         let g = s.borrow();
@@ -696,6 +778,7 @@ async fn persist(
     }
     match first {
         Ok(record) => {
+            admission.set(Admit::Done);
             let mut g = s.borrow_mut();
             g.version = record.version;
             g.message_count = record.message_count;
@@ -726,7 +809,13 @@ async fn persist(
         Err(e) => {
             // The stored thread is the truth: take it, so the next call works on fresh state.
             let _ = reload(s).await;
-            if matches!(e, StoreError::Conflict { .. } | StoreError::Owned { .. }) {
+            let refusal = matches!(e, StoreError::Conflict { .. } | StoreError::Owned { .. });
+            if let Admit::Pending(_) = admission.get() {
+                // The run's first write was its admission: refused, it wrote nothing.
+                admission.set(if refusal { Admit::Refused } else { Admit::Done });
+                return Err(e.into());
+            }
+            if refusal {
                 // Only a takeover of a lapsed lease lets another agent write during a run; a
                 // result computed meanwhile is still the call's result.
                 let mut g = s.borrow_mut();
@@ -748,13 +837,18 @@ async fn persist(
 /// Re-reads the thread (record and tail), drops any cached history, and asks the Web Lock
 /// whether another agent's run is alive.
 pub async fn reload(s: &Shared) -> Result<(), AgentError> {
-    let (store, thread) = {
+    let (store, thread, runs) = {
         let g = s.borrow();
-        (g.store.clone(), g.thread_id.clone())
+        (g.store.clone(), g.thread_id.clone(), g.runs)
     };
     let snap = store.load(&thread, now()).await?;
+    // A run that started while this read (a live notice's or `refresh()`'s reload) owns the
+    // view now: its input was applied to it, and its admission reads the record itself.
+    if s.borrow().runs != runs {
+        return Ok(());
+    }
     take(&mut s.borrow_mut(), &snap);
-    observe(s, &snap).await;
+    observe(s, &snap, runs).await;
     Ok(())
 }
 

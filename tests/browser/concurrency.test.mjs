@@ -264,3 +264,73 @@ test('a second tab opened while the first is running an approved tool does not r
   assert.deepEqual(r.messages, ['user', 'tool_call', 'tool_call_result', 'assistant'], 'the real result is kept');
   assert.equal(r.calls, 1);
 });
+
+// With the Web Lock held, a run is admitted by its first write, inside that write's
+// transaction (docs/design.md "Run ownership", 2): no read of its own before it.
+test('a run makes no read before its first write: a tool turn is 4 read-write transactions, a stale view\'s first write is refused whole', T, async (t) => {
+  const { page } = await h.open(t);
+  await withoutLiveNotices(page); // the version check, not live notices (live.test.mjs)
+  const sc = await h.scenario([
+    { toolCalls: [{ id: 'c1', name: 'lookup', arguments: { path: '/a' } }] }, { text: 'one' },
+    { toolCalls: [{ id: 'c2', name: 'lookup', arguments: { path: '/b' } }] }, { text: 'two' },
+    { text: 'from B' },
+  ]);
+  const r = await run(page, async ({ model, db }) => {
+    const { gh } = window;
+    const txs = [];
+    const real = IDBDatabase.prototype.transaction;
+    IDBDatabase.prototype.transaction = function (stores, mode, ...rest) {
+      const tx = real.call(this, stores, mode, ...rest);
+      txs.push(`${mode}:${[].concat(stores).join(',')}`);
+      return tx;
+    };
+    const opts = { threadId: 'shared', model, storage: { database: db }, tools: [gh.tool('lookup')] };
+    const a = await gh.Agent.open(opts);
+    const b = await gh.Agent.open(opts);
+    await a.chat('first');
+    txs.length = 0;
+    const second = await a.chat('second');
+    const turn = [...txs];
+    const stored = await a.messages();
+    txs.length = 0;
+    const bStale = await gh.error(() => b.chat('from B'));
+    const refused = [...txs];
+    const bView = { count: b.messageCount, tail: b.lastMessage() };
+    const bChat = await b.chat('from B');
+    return { second, turn, stored: stored.length, calls: gh.calls.length, bStale, refused, bView, bChat, aTail: second.message };
+  }, { model: sc.openai(), db: uid('db') });
+  assert.equal(r.second.status, 'completed');
+  assert.equal(r.stored, 8);
+  assert.equal(r.calls, 2);
+  assert.deepEqual(r.turn, Array(4).fill('readwrite:threads,messages,audit'),
+    'the user message; the call with its start mark; the result; the answer — and no read-only admission read');
+  assert.equal(r.bStale?.code, 'conflict', 'the stale view\'s first write is refused in its transaction');
+  assert.deepEqual(r.bView, { count: 8, tail: r.aTail }, 'B took the stored thread');
+  assert.equal(r.refused[0], 'readwrite:threads,messages,audit', 'the refused run\'s only write attempt');
+  assert.ok(!r.refused.slice(1).some((x) => x.startsWith('readwrite')), `nothing else was written (no lease to clear): ${r.refused}`);
+  assert.equal(r.bChat.status, 'completed');
+  assert.equal((await sc.requests()).length, 5, 'the refused message was not sent');
+});
+
+test('a stale view whose old state refuses the input gets conflict, not that state\'s error', T, async (t) => {
+  const { page } = await h.open(t);
+  await withoutLiveNotices(page);
+  const sc = await h.scenario([gatedCall('call_p'), { text: 'done' }]);
+  const r = await run(page, async ({ model, db }) => {
+    const { gh } = window;
+    const opts = { threadId: 'shared', model, storage: { database: db }, tools: [gh.tool('delete_file', { requireApproval: true })] };
+    const a = await gh.Agent.open(opts);
+    const b = await gh.Agent.open(opts);
+    const asked = await a.chat('delete /x');
+    // B's view is still the empty thread: to it, nothing waits for a decision.
+    const bStale = await gh.error(() => b.submitDecisions({ call_p: 'approve' }));
+    const bView = { status: b.status(), pending: b.pendingTools().map((p) => p.callId) };
+    const bDone = await b.submitDecisions({ call_p: 'approve' });
+    return { asked: asked.status, bStale, bView, bDone: bDone.status, calls: gh.calls.length };
+  }, { model: sc.openai(), db: uid('db') });
+  assert.equal(r.asked, 'awaiting_approval');
+  assert.equal(r.bStale?.code, 'conflict', 'not not_suspended: the view was stale');
+  assert.deepEqual(r.bView, { status: 'awaiting_approval', pending: ['call_p'] }, 'B was reloaded');
+  assert.equal(r.bDone, 'completed');
+  assert.equal(r.calls, 1);
+});

@@ -141,6 +141,67 @@ test('retry() from a stale view is a conflict that sends nothing to the model', 
   assert.equal((await sc.requests()).length, 2, 'the stale retry sent nothing');
 });
 
+// A live notice makes a view reload itself (not while it runs). The reload reads the thread,
+// which takes a moment; a run started in that moment applies its input to the view it has and
+// is admitted by its own read of the record. The reload must then give way: applied mid-run,
+// it would swap the state under the run (the run's admission then sees a current view, and
+// sends the other tab's thread to the model). Made deterministic with read-write transactions
+// that hold the reload back until the run took its input, and the run's read after the reload.
+test('a run started while a live notice\'s reload reads the thread is not overtaken by it: a stale retry() sends nothing', T, async (t) => {
+  const { page } = await h.open(t);
+  const sc = await h.scenario([{ fault: { status: 400, body: '{"error":{"message":"bad"}}' } }, { text: 'answered by B' }, { text: 'never asked' }]);
+  const r = await run(page, async ({ model, db }) => {
+    const { gh } = window;
+    const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
+    const opts = { threadId: 't', model: { ...model, maxRetries: 0 }, storage: { database: db }, tools: [] };
+    // Made before A's channel, so it hears each notice first.
+    const listen = new BroadcastChannel(`gatehouse:${db}:t`);
+    const a = await gh.Agent.open(opts);
+    const failed = await gh.error(() => a.chat('hello'));
+    const b = await gh.Agent.open(opts);
+    const raw = await new Promise((res, rej) => { const q = indexedDB.open(db); q.onsuccess = () => res(q.result); q.onerror = rej; });
+    // Holds the stores with a read-write transaction until the returned function is called.
+    const hold = () => {
+      const tx = raw.transaction(['threads', 'messages', 'audit'], 'readwrite');
+      let held = true;
+      const spin = () => { const q = tx.objectStore('threads').get('t'); q.onsuccess = () => { if (held) spin(); }; };
+      spin();
+      return () => { held = false; };
+    };
+    const raced = new Promise((resolve) => {
+      listen.onmessage = () => {
+        listen.onmessage = null;
+        // Transactions start in the order they were made, a read-write one after the reads
+        // before it: [first] [A's reload] [second] [A's admission read], so the reload lands
+        // after A took its input, and before A reads the record.
+        const first = hold();
+        setTimeout(async () => { // A's handler has run: its reload waits behind `first`
+          const second = hold();
+          const status = a.status();
+          const retried = gh.error(() => a.retry());
+          await sleep(100); // A holds the lock, took the input, waits for its admission read
+          first();
+          await sleep(100); // the reload has read the thread
+          second();
+          resolve(retried.then((err) => ({ status, err })));
+        }, 0);
+      };
+    });
+    const bDone = await b.retry();
+    const { status, err } = await raced;
+    raw.close();
+    listen.close();
+    return { failed: failed?.code, bDone: bDone.status, status, err, after: a.status(), tail: a.lastMessage(), bTail: b.lastMessage() };
+  }, { model: sc.openai(), db: uid('db') });
+  assert.equal(r.failed, 'provider');
+  assert.equal(r.bDone, 'completed');
+  assert.equal(r.status, 'interrupted', 'A had not reloaded yet when it retried');
+  assert.equal(r.err?.code, 'conflict', `the stale retry is refused: ${JSON.stringify(r.err)}`);
+  assert.equal(r.after, 'idle');
+  assert.deepEqual(r.tail, r.bTail, 'A took the stored thread');
+  assert.equal((await sc.requests()).length, 2, 'the stale retry sent nothing to the model');
+});
+
 /** In the page: an agent whose delete_file never settles until `window.finish(value)`; it
  *  ignores ctx.signal, as a tool stuck on something may. */
 const openHanging = async ({ model, db }) => {

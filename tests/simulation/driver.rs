@@ -31,6 +31,7 @@ impl Sim {
             Act::LockPeek => self.lock_peek(t),
             Act::LockWait => self.lock_wait_timeout(t),
             Act::Admit => self.admit(t),
+            Act::LateAdmit(step) => self.late_admit(t, *step),
             Act::Commit(c, keep) => self.commit(t, *c, keep),
             Act::CallModel => self.call_model(t),
             Act::ModelAnswer(out) => self.model_answer(t, out),
@@ -182,6 +183,8 @@ impl Sim {
             chat,
             from_open,
             yielded: None,
+            admission_pending: false,
+            input_error: None,
         };
         self.agent(t).run = Some(run);
         self.note(Some(t), format!("starts {label}"));
@@ -264,8 +267,76 @@ impl Sim {
         run.attempt = attempt;
         run.really_holds = really;
         self.note(Some(t), format!("lock: {attempt:?}"));
+        if attempt == LockAttempt::Held {
+            // The first write admits the run (or a read before any other step).
+            self.run_of(t).admission_pending = true;
+            return self.apply_input(t);
+        }
         let d = self.store_latency();
         self.then(t, Act::Admit, d);
+    }
+
+    /// The admission decided by a read of the record (`store::admit`).
+    fn admission(&mut self, t: usize, snap: &Snapshot) -> Admission {
+        let wall = self.wall();
+        let (me, version) = {
+            let a = self.agent(t);
+            (a.me.clone(), a.version)
+        };
+        let attempt = self.run_of(t).attempt;
+        let admission = admit(&snap.record, version, &me, attempt, wall as f64);
+        if self.cfg.broken == Broken::NoOwnership && admission == Admission::Busy {
+            return if snap.record.version == version {
+                Admission::Go
+            } else {
+                Admission::Stale
+            };
+        }
+        admission
+    }
+
+    /// A run whose input was applied before its admission, whose next step is not a write:
+    /// the record is read first (`Ownership::admit_by_read`).
+    fn late_admit(&mut self, t: usize, step: Option<Step>) {
+        let Some(snap) = self.load() else { return };
+        let v = snap.record.version;
+        let code = match self.admission(t, &snap) {
+            Admission::Go => {
+                self.note(
+                    Some(t),
+                    format!("admit (read before its first step): go at v{v}"),
+                );
+                self.run_of(t).admission_pending = false;
+                return self.do_step(t, step);
+            }
+            Admission::Busy => {
+                self.stats.busy += 1;
+                "busy"
+            }
+            Admission::Stale => {
+                self.stats.conflicts += 1;
+                "conflict"
+            }
+        };
+        self.note(
+            Some(t),
+            format!("admit (read before its first step): {code} at v{v}"),
+        );
+        // Its engine took the input: the whole view is replaced.
+        self.take(t, &snap);
+        self.refused(t, code);
+    }
+
+    /// A run refused at admission after its input was applied: it wrote and sent nothing and
+    /// holds no lease.
+    fn refused(&mut self, t: usize, code: &'static str) {
+        let a = self.agent(t);
+        a.renew_at = None;
+        let run = a.run.as_mut().expect("run");
+        run.driving = false;
+        run.owning = false;
+        run.admission_pending = false;
+        self.end_undriven(t, Err(code));
     }
 
     fn admit(&mut self, t: usize) {
@@ -276,23 +347,14 @@ impl Sim {
             (a.me.clone(), a.version)
         };
         let attempt = self.run_of(t).attempt;
-        let mut admission = admit(&snap.record, version, &me, attempt, wall as f64);
-        if self.cfg.broken == Broken::NoOwnership && admission == Admission::Busy {
-            admission = if snap.record.version == version {
-                Admission::Go
-            } else {
-                Admission::Stale
-            };
-        }
+        let admission = self.admission(t, &snap);
         let v = snap.record.version;
         match admission {
             Admission::Busy => {
                 self.stats.busy += 1;
                 let owner = snap.record.lease.as_ref().map(|l| l.owner.clone());
                 self.note(Some(t), format!("admit: BUSY at v{v} (lease {owner:?})"));
-                if snap.record.version != version {
-                    self.take(t, &snap);
-                }
+                self.take(t, &snap);
                 self.end_undriven(t, Err("busy"));
             }
             Admission::Stale => {
@@ -321,33 +383,57 @@ impl Sim {
                 } else {
                     self.note(Some(t), format!("admit: go at v{v}"));
                 }
-                let input = self.run_of(t).input.take().expect("input");
-                let a = self.agent(t);
-                let r: Result<(), EngineError> = match &input {
-                    Input::Chat(text) => a.engine.user_message(text, wall),
-                    Input::Decide(v) => a.engine.submit_decisions(v, wall, None),
-                    Input::Retry => a.engine.retry(wall),
-                    Input::Recover => {
-                        a.engine.recover(wall);
-                        Ok(())
-                    }
-                    Input::Policy(name, p) => a.engine.set_tool_policy(name, *p),
-                };
-                match r {
-                    Err(e) => {
-                        self.stats.engine_refusals += 1;
-                        self.note(Some(t), format!("engine refuses: {}", e.code()));
-                        self.end_undriven(t, Err(e.code()));
-                    }
-                    Ok(()) => {
-                        let renew = (self.cfg.broken != Broken::NoRenewal)
-                            .then_some(self.real + RENEW_MS as u64);
-                        let a = self.agent(t);
-                        a.renew_at = renew;
-                        a.run.as_mut().expect("run").driving = true;
-                        self.drive_on(t);
-                    }
+                // A deferred admission read because the view refused the input: that refusal.
+                if let Some(code) = self.run_of(t).input_error.take() {
+                    self.stats.engine_refusals += 1;
+                    return self.end_undriven(t, Err(code));
                 }
+                self.apply_input(t);
+            }
+        }
+    }
+
+    /// Applies the run's input to the view's engine and starts driving it. A deferred
+    /// admission whose input is refused reads the record first (a stale view gets
+    /// `conflict`, not its old state's error).
+    fn apply_input(&mut self, t: usize) {
+        let wall = self.wall();
+        let input = self.run_of(t).input.take().expect("input");
+        let a = self.agent(t);
+        let r: Result<(), EngineError> = match &input {
+            Input::Chat(text) => a.engine.user_message(text, wall),
+            Input::Decide(v) => a.engine.submit_decisions(v, wall, None),
+            Input::Retry => a.engine.retry(wall),
+            Input::Recover => {
+                a.engine.recover(wall);
+                Ok(())
+            }
+            Input::Policy(name, p) => a.engine.set_tool_policy(name, *p),
+        };
+        match r {
+            Err(e) if self.run_of(t).admission_pending => {
+                self.note(
+                    Some(t),
+                    format!("engine refuses: {}; reads the record", e.code()),
+                );
+                let run = self.run_of(t);
+                run.admission_pending = false;
+                run.input_error = Some(e.code());
+                let d = self.store_latency();
+                self.then(t, Act::Admit, d);
+            }
+            Err(e) => {
+                self.stats.engine_refusals += 1;
+                self.note(Some(t), format!("engine refuses: {}", e.code()));
+                self.end_undriven(t, Err(e.code()));
+            }
+            Ok(()) => {
+                let renew =
+                    (self.cfg.broken != Broken::NoRenewal).then_some(self.real + RENEW_MS as u64);
+                let a = self.agent(t);
+                a.renew_at = renew;
+                a.run.as_mut().expect("run").driving = true;
+                self.drive_on(t);
             }
         }
     }
@@ -355,6 +441,14 @@ impl Sim {
     /// Polls the engine for its next step and schedules it.
     fn drive_on(&mut self, t: usize) {
         let step = self.agent(t).engine.poll();
+        if self.run_of(t).admission_pending && !matches!(step, Some(Step::Persist(_))) {
+            let d = self.store_latency();
+            return self.then(t, Act::LateAdmit(Box::new(step)), d);
+        }
+        self.do_step(t, step);
+    }
+
+    fn do_step(&mut self, t: usize, step: Option<Step>) {
         match step {
             None => self.end_drive(t, Ok(())),
             Some(Step::Persist(c)) => {
@@ -403,6 +497,7 @@ impl Sim {
         match self.store.commit(THREAD, version, &c, &writer, wall as f64) {
             Ok(record) => {
                 self.stats.commits += 1;
+                self.run_of(t).admission_pending = false;
                 self.note(
                     Some(t),
                     format!("commit v{version}→v{} {what}", record.version),
@@ -448,6 +543,10 @@ impl Sim {
         let Some(snap) = self.load() else { return };
         self.take(t, &snap);
         self.note(Some(t), format!("reloads v{}", snap.record.version));
+        if self.run_of(t).admission_pending {
+            // The run's first write was its admission: refused, it wrote nothing.
+            return self.refused(t, code);
+        }
         self.end_drive(t, Err(code));
     }
 

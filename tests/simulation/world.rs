@@ -15,8 +15,8 @@ use super::actors::{self, Input};
 use super::oracle::Ghost;
 use super::rng::Rng;
 use gatehouse_agent::engine::{
-    Commit, Engine, EngineConfig, ModelOutput, Outcome, PolicyQuery, ThreadState, ToolInvocation,
-    ToolSet,
+    Commit, Engine, EngineConfig, ModelOutput, Outcome, PolicyQuery, Step, ThreadState,
+    ToolInvocation, ToolSet,
 };
 use gatehouse_agent::store::{LEASE_MS, LockAttempt, MemoryStore, Snapshot};
 use gatehouse_agent::thread::Message;
@@ -372,6 +372,8 @@ pub(crate) enum Act {
     /// Waiting for the lock; fires when the wait times out (a grant comes earlier).
     LockWait,
     Admit,
+    /// The run was not admitted yet and its next step is not a write: read the record first.
+    LateAdmit(Box<Option<Step>>),
     Commit(Box<Commit>, bool),
     CallModel,
     ModelAnswer(Option<ModelOutput>),
@@ -389,7 +391,7 @@ impl Act {
             Act::Parked | Act::Human => "idle",
             Act::OpenLoad | Act::OpenObserve(_) => "open",
             Act::Lock | Act::LockPeek | Act::LockWait => "lock",
-            Act::Admit => "admit",
+            Act::Admit | Act::LateAdmit(_) => "admit",
             Act::Commit(c, _) if c.run.as_ref().is_some_and(|r| !r.results.is_empty()) => {
                 "a write with results"
             }
@@ -419,6 +421,10 @@ pub(crate) struct Run {
     pub chat: Option<usize>,
     pub from_open: bool,
     pub yielded: Option<Outcome>,
+    /// With the lock held, the run's first write admits it (the driver's `Admit::Pending`).
+    pub admission_pending: bool,
+    /// The input its view refused, while the record is read to tell a stale view.
+    pub input_error: Option<&'static str>,
 }
 
 pub(crate) struct Agent {
