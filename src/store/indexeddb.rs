@@ -28,7 +28,7 @@ mod connection;
 mod values;
 
 use super::ownership::{Writer, plan_release, plan_renew};
-use super::page::Rows;
+use super::page::{Rows, window};
 use super::record::{MessageRow, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
 use crate::engine::Commit;
 use connection::Connection;
@@ -300,9 +300,7 @@ impl IndexedDbStore {
         let Some(record) = get_record(&tx, thread_id).await? else {
             return Ok(Vec::new());
         };
-        let count = kind.count(&record);
-        let end = before_seq.map_or(count, |s| s.saturating_sub(1).min(count));
-        let start = end.saturating_sub(u64::from(limit)); // rows start+1 ..= end
+        let std::ops::Range { start, end } = window(kind.count(&record), before_seq, limit);
         if end == start {
             return Ok(Vec::new());
         }

@@ -3,7 +3,7 @@
 //! JS realm (or one native thread), so two agents on one thread see each other.
 
 use super::ownership::{Writer, plan_release, plan_renew};
-use super::page::Rows;
+use super::page::{Rows, window};
 use super::record::{MessageRow, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
 use crate::engine::Commit;
 use std::cell::RefCell;
@@ -198,11 +198,8 @@ impl MemoryStore {
             Rows::Messages => &db[i].1.rows,
             Rows::Audit => &db[i].1.audit,
         };
-        let end = before_seq.map_or(rows.len(), |s| {
-            (s.saturating_sub(1) as usize).min(rows.len())
-        });
-        let start = end.saturating_sub(limit as usize);
-        Ok(rows[start..end].to_vec())
+        let w = window(rows.len() as u64, before_seq, limit);
+        Ok(rows[w.start as usize..w.end as usize].to_vec())
     }
 
     pub fn list(&self) -> Vec<ThreadRecord> {

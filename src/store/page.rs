@@ -32,6 +32,14 @@ impl Rows {
     }
 }
 
+/// The rows a page holds, as 0-based indexes: up to `limit` rows before `before_seq`
+/// (exclusive; `None` = from the last) of `count`, oldest first. Seqs start at 1, so the page
+/// is seqs `start + 1 ..= end`.
+pub fn window(count: u64, before_seq: Option<u64>, limit: u32) -> std::ops::Range<u64> {
+    let end = before_seq.map_or(count, |s| s.saturating_sub(1).min(count));
+    end.saturating_sub(u64::from(limit))..end
+}
+
 /// `[row, row, …]`, in the rows' order.
 pub fn json_array(rows: &[MessageRow]) -> String {
     let mut text = String::with_capacity(rows.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2);
@@ -56,6 +64,21 @@ mod tests {
             seq,
             json: m.to_json_string(),
         }
+    }
+
+    #[test]
+    fn window_counts_back_from_before_seq() {
+        assert_eq!(window(10, None, 3), 7..10, "the last three: seqs 8..=10");
+        assert_eq!(window(10, Some(8), 3), 4..7, "before seq 8: seqs 5..=7");
+        assert_eq!(window(10, Some(2), 5), 0..1, "only seq 1 is before seq 2");
+        assert_eq!(window(10, Some(1), 5), 0..0, "nothing before the first");
+        assert_eq!(
+            window(10, Some(99), 2),
+            8..10,
+            "past the end: from the last"
+        );
+        assert_eq!(window(0, None, 5), 0..0);
+        assert_eq!(window(10, None, 0), 10..10);
     }
 
     #[test]
