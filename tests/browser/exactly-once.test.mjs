@@ -178,24 +178,32 @@ test('a run started while a live notice\'s reload reads the thread is not overta
         setTimeout(async () => { // A's handler has run: its reload waits behind `first`
           const second = hold();
           const status = a.status();
+          // What the refused run posts to the thread's other agents (it must post nothing).
+          const quiet = new BroadcastChannel(`gatehouse:${db}:t`);
+          const notices = [];
+          quiet.onmessage = (e) => notices.push(e.data);
           const retried = gh.error(() => a.retry());
           await sleep(100); // A holds the lock, took the input, waits for its admission read
           first();
           await sleep(100); // the reload has read the thread
           second();
-          resolve(retried.then((err) => ({ status, err })));
+          const err = await retried;
+          await sleep(100);
+          quiet.close();
+          resolve({ status, err, notices });
         }, 0);
       };
     });
     const bDone = await b.retry();
-    const { status, err } = await raced;
+    const { status, err, notices } = await raced;
     raw.close();
     listen.close();
-    return { failed: failed?.code, bDone: bDone.status, status, err, after: a.status(), tail: a.lastMessage(), bTail: b.lastMessage() };
+    return { failed: failed?.code, bDone: bDone.status, status, err, notices, after: a.status(), tail: a.lastMessage(), bTail: b.lastMessage() };
   }, { model: sc.openai(), db: uid('db') });
   assert.equal(r.failed, 'provider');
   assert.equal(r.bDone, 'completed');
   assert.equal(r.status, 'interrupted', 'A had not reloaded yet when it retried');
+  assert.deepEqual(r.notices, [], 'a refused run posts no notice (docs/design.md "Run ownership" 2)');
   assert.equal(r.err?.code, 'conflict', `the stale retry is refused: ${JSON.stringify(r.err)}`);
   assert.equal(r.after, 'idle');
   assert.deepEqual(r.tail, r.bTail, 'A took the stored thread');
