@@ -17,7 +17,7 @@ if ! command -v node >/dev/null; then
 fi
 
 port_file="$(mktemp -u "${TMPDIR:-/tmp}/gatehouse-demo-port.XXXXXX")"
-node tests/model-server/server.mjs --static . --port "$PORT" --port-file "$port_file" --ttl-seconds 0 &
+node tests/model-server/server.mjs --static . --home /www/ --port "$PORT" --port-file "$port_file" --ttl-seconds 0 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -f "$port_file"' EXIT INT TERM
 
@@ -31,7 +31,7 @@ for _ in $(seq 1 100); do
 done
 port="$(cat "$port_file")"
 echo
-echo "  Gatehouse demo:   http://127.0.0.1:$port/www/"
+echo "  Gatehouse demo:   http://127.0.0.1:$port"
 echo "  Widget demo:      http://127.0.0.1:$port/www/article.html"
 echo
 echo "  (Ctrl+C to stop)"

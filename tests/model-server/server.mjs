@@ -3,7 +3,7 @@
 // tests and benchmarks. Plain Node.js 20, no dependencies. Binds 127.0.0.1 only and never
 // opens an outgoing connection. See README.md in this folder for the API.
 //
-//   node tests/model-server/server.mjs [--port N] [--port-file PATH] [--static DIR]
+//   node tests/model-server/server.mjs [--port N] [--port-file PATH] [--static DIR] [--home PATH]
 //                                      [--ttl-seconds S] [--isolate] [--verbose]
 
 import http from 'node:http';
@@ -76,8 +76,8 @@ function preflight(req, res) {
 
 /**
  * Starts the server. Resolves to { server, port, url, store, close() }.
- * @param {{ port?: number, staticDir?: string, ttlSeconds?: number, isolate?: boolean,
- *           verbose?: boolean, onClose?: () => void }} opts
+ * @param {{ port?: number, staticDir?: string, home?: string, ttlSeconds?: number,
+ *           isolate?: boolean, verbose?: boolean, onClose?: () => void }} opts
  */
 export async function startServer(opts = {}) {
   const { port = 0, ttlSeconds = 1800, isolate = false, verbose = false, onClose } = opts;
@@ -196,6 +196,11 @@ export async function startServer(opts = {}) {
     }
     if (p.startsWith('/__')) return handleControl(req, res, p);
     if (staticRoot && (req.method === 'GET' || req.method === 'HEAD')) {
+      // `make demo` serves the repository root; its address (/) leads to the demo (--home).
+      if (opts.home && p === '/') {
+        res.writeHead(302, { Location: opts.home, 'Cache-Control': 'no-store' });
+        return res.end();
+      }
       const extra = isolate ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
       return serveStatic(req, res, staticRoot, p, extra);
     }
@@ -236,16 +241,17 @@ export async function startServer(opts = {}) {
 
 // ---------------------------------------------------------------------------- CLI
 
-const USAGE = `usage: node server.mjs [--port N] [--port-file PATH] [--static DIR] [--ttl-seconds S] [--isolate] [--verbose]
+const USAGE = `usage: node server.mjs [--port N] [--port-file PATH] [--static DIR] [--home PATH] [--ttl-seconds S] [--isolate] [--verbose]
   --port N          port on 127.0.0.1 (default 0 = random)
   --port-file PATH  write the chosen port to PATH (atomically) once listening
   --static DIR      serve other GET paths from DIR
+  --home PATH       with --static: answer GET / with a redirect to PATH (e.g. /www/)
   --ttl-seconds S   exit after S seconds (default 1800; 0 = no limit)
   --isolate         add COOP same-origin / COEP require-corp to static responses
   --verbose         log requests to stderr`;
 
 function parseArgs(argv) {
-  const out = { port: 0, ttlSeconds: 1800, portFile: null, staticDir: null, isolate: false, verbose: false };
+  const out = { port: 0, ttlSeconds: 1800, portFile: null, staticDir: null, home: null, isolate: false, verbose: false };
   for (let i = 0; i < argv.length; i++) {
     let [flag, value] = argv[i].split(/=(.*)/s, 2);
     const take = () => {
@@ -262,6 +268,7 @@ function parseArgs(argv) {
       case '--ttl-seconds': out.ttlSeconds = int(take(), 7 * 24 * 3600); break;
       case '--port-file': out.portFile = take(); break;
       case '--static': out.staticDir = take(); break;
+      case '--home': out.home = take(); break;
       case '--isolate': out.isolate = true; break;
       case '--verbose': out.verbose = true; break;
       case '-h': case '--help': console.log(USAGE); process.exit(0); break;

@@ -497,6 +497,19 @@ describe('HTTP plumbing', () => {
       assert.ok(!r.body.includes('TOP-SECRET'), p);
     }
   });
+  test('--home: the root redirects there (make demo prints that address); other paths are served as before', async () => {
+    const demo = await startChild(['--port', '0', '--static', path.join(tmp, 'www'), '--home', '/sub/', '--ttl-seconds', '60']);
+    try {
+      const r = await fetch(`${demo.base}/`, { redirect: 'manual' });
+      assert.equal(r.status, 302);
+      assert.equal(r.headers.get('location'), '/sub/');
+      assert.match(await (await fetch(`${demo.base}/`)).text(), /<title>sub</, 'a browser following it lands on the page');
+      assert.match(await (await fetch(`${demo.base}/index.html`)).text(), /<title>root</);
+    } finally {
+      demo.child.kill('SIGTERM');
+      assert.equal(await waitExit(demo.child, 5000), 0);
+    }
+  });
 });
 
 describe('generated scenarios', () => {

@@ -62,10 +62,12 @@ function install(dir, extra = []) {
   fs.cpSync(path.join(here, dir), path.join(work, dir), { recursive: true });
   fs.copyFileSync(path.join(here, "app.js"), path.join(work, dir, "app.js"));
   fs.writeFileSync(path.join(work, dir, "package.json"), JSON.stringify({ name: dir, private: true, type: "module" }));
-  sh("npm", ["install", "--no-audit", "--no-fund", "--offline", tarball, ...extra], path.join(work, dir));
+  // As a user installs it: the tarball's dependencies (marked, dompurify) and React come from
+  // the registry, never from whatever an earlier run left in npm's cache.
+  sh("npm", ["install", "--no-audit", "--no-fund", tarball, ...extra], path.join(work, dir));
   return path.join(work, dir);
 }
-// React at the version of the repository's dev dependencies (from npm's cache: --offline).
+// React at the version of the repository's dev dependencies.
 const reactVersion = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).devDependencies.react;
 const plain = install("plain");
 const widget = install("widget");
