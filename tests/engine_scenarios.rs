@@ -923,7 +923,7 @@ fn busy_while_a_run_is_in_progress() {
     );
     assert_eq!(
         h.engine
-            .submit_decisions(&json!({"a": "approve"}), T0, None)
+            .submit_decisions(&decisions(json!({"a": "approve"})), T0, None)
             .unwrap_err()
             .code(),
         "busy"

@@ -274,7 +274,7 @@ fn a_result_too_big_to_store_becomes_a_short_error_result_and_is_never_regated()
     )])]);
     h.chat("go").unwrap();
     h.engine
-        .submit_decisions(&json!({"c1": "approve"}), T0 + 1, None)
+        .submit_decisions(&decisions(json!({"c1": "approve"})), T0 + 1, None)
         .unwrap();
     // The started mark, then the tool, then the write with its result: that one fails for lack
     // of space, so the driver shrinks it (and the engine's view) and writes again.

@@ -41,7 +41,7 @@ fn suspended(email: bool) -> (Harness, u64) {
 }
 
 fn decide_at(h: &mut Harness, t: u64, payload: Value) -> Result<Option<Outcome>, EngineError> {
-    h.engine.submit_decisions(&payload, t, None)?;
+    h.engine.submit_decisions(&decisions(payload), t, None)?;
     h.now = t;
     Ok(h.drive())
 }
@@ -135,7 +135,7 @@ fn at_the_deadline_the_call_has_expired_and_a_decision_is_refused() {
     let before = h.thread();
     let e = h
         .engine
-        .submit_decisions(&json!({"c1": "approve"}), deadline, None)
+        .submit_decisions(&decisions(json!({"c1": "approve"})), deadline, None)
         .unwrap_err();
     assert_eq!(e.code(), "expired");
     assert!(!e.retryable());
@@ -178,7 +178,7 @@ fn a_decision_racing_the_timer_wins_only_before_the_deadline() {
     let e = h
         .engine
         .submit_decisions(
-            &json!({"c1": "approve", "c2": "approve"}),
+            &decisions(json!({"c1": "approve", "c2": "approve"})),
             deadline + 5,
             None,
         )
@@ -239,7 +239,7 @@ fn a_staged_decision_cannot_be_revised_after_its_deadline() {
     decide_at(&mut h, deadline - 1, json!({"c1": ["reject", "not now"]})).unwrap();
     let e = h
         .engine
-        .submit_decisions(&json!({"c1": "approve"}), deadline, None)
+        .submit_decisions(&decisions(json!({"c1": "approve"})), deadline, None)
         .unwrap_err();
     assert_eq!(e.code(), "expired");
     // The staged rejection is what stands: the expiry leaves decided calls alone.

@@ -8,8 +8,8 @@ mod fuzz_support;
 use fuzz_support::{config, finite_f64, json_tree, same_json};
 use gatehouse_agent::engine::results::output_to_result;
 use gatehouse_agent::engine::{
-    Decision, Engine, EngineConfig, EngineError, Step, ThreadState, ThreadStatus, ToolSet,
-    ToolSpec, parse_payload,
+    Decision, Decisions, Engine, EngineConfig, EngineError, Step, ThreadState, ThreadStatus,
+    ToolResults, ToolSet, ToolSpec,
 };
 use gatehouse_agent::thread::{Message, MessageId, ToolEntry};
 use proptest::collection::vec;
@@ -113,8 +113,8 @@ proptest! {
 
     #[test]
     fn decisions_accept_exactly_the_documented_forms(payload in arb_payload()) {
-        match (parse_payload(&payload), expected_decisions(&payload)) {
-            (Ok(got), Ok(want)) => prop_assert_eq!(got, want),
+        match (Decisions::from_json(&payload), expected_decisions(&payload)) {
+            (Ok(got), Ok(want)) => prop_assert_eq!(got.into_vec(), want),
             (Err(e), Err(call_id)) => {
                 prop_assert_eq!(e.code(), "invalid_decision");
                 let EngineError::InvalidDecision { call_id: got, .. } = &e else {
@@ -151,7 +151,8 @@ proptest! {
     ) {
         let mut e = awaiting_results();
         let before = e.state().clone();
-        let res = e.submit_tool_results(&payload, 1_800_000_000_000);
+        let res = ToolResults::from_json(&payload)
+            .and_then(|r| e.submit_tool_results(&r, 1_800_000_000_000));
         let map = payload.as_object().filter(|m| !m.is_empty());
         match (map, res) {
             (None, Err(err)) => {

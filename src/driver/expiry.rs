@@ -6,10 +6,9 @@
 use super::error::AgentError;
 use super::fetch::{clear_timeout, set_timeout};
 use super::{Input, RunOptions, Session, Shared, now, run_input};
-use crate::engine::EngineError;
+use crate::engine::{Decisions, EngineError};
 use crate::store::page::Rows;
 use crate::thread::ApprovalState;
-use serde_json::Value;
 use std::cell::RefCell;
 use std::rc::Weak;
 use wasm_bindgen::prelude::*;
@@ -119,8 +118,7 @@ const LOOK_BACK: u32 = 8;
 /// When a decision payload is refused because its calls no longer wait (the expiry decided the
 /// last of them and the thread moved on), tells whether one of them expired: the caller gets
 /// `expired`, not a generic refusal.
-pub async fn expired_error(s: &Shared, payload: &Value) -> Option<AgentError> {
-    let ids = payload.as_object()?;
+pub async fn expired_error(s: &Shared, decisions: &Decisions) -> Option<AgentError> {
     let (store, thread) = {
         let g = s.borrow();
         (g.store.clone(), g.thread_id.clone())
@@ -137,7 +135,7 @@ pub async fn expired_error(s: &Shared, payload: &Value) -> Option<AgentError> {
             m.tool_calls()?
                 .iter()
                 .find(|e| {
-                    ids.contains_key(&e.call_id)
+                    decisions.call_ids().any(|id| id == e.call_id)
                         && e.approval_state() == Some(ApprovalState::Expired)
                 })
                 .map(|e| e.call_id.clone())

@@ -13,8 +13,8 @@ pub mod store;
 pub mod tools;
 
 use crate::engine::{
-    Engine, EngineConfig, EngineError, Outcome, PolicyVerdict, Step, ThreadState, ToolPolicy,
-    ToolSet,
+    Decisions, Engine, EngineConfig, EngineError, Outcome, PolicyVerdict, Step, ThreadState,
+    ToolPolicy, ToolResults, ToolSet,
 };
 use crate::event::Event;
 use crate::providers::ToolDef;
@@ -76,8 +76,8 @@ pub type Shared = Rc<RefCell<Session>>;
 /// What starts a run.
 pub enum Input {
     Message(String),
-    Decisions(Value),
-    ToolResults(Value),
+    Decisions(Decisions),
+    ToolResults(ToolResults),
     Retry,
     SetPolicy(String, ToolPolicy),
     /// Re-gate a call a dead run left "started" (on open).
@@ -282,15 +282,15 @@ pub async fn run(
     opts: &RunOptions,
 ) -> Result<Option<Outcome>, AgentError> {
     match input {
-        Input::Decisions(payload) => {
-            let result = run_input(s, Input::Decisions(payload.clone()), opts).await;
+        Input::Decisions(decisions) => {
+            let result = run_input(s, Input::Decisions(decisions.clone()), opts).await;
             match result {
                 Err(e) if e.code() == "expired" => {
                     let _ = expiry::expire_due(s, opts).await;
                     Err(e)
                 }
                 Err(e) if matches!(e.code(), "not_suspended" | "unknown_call_id") => {
-                    Err(expiry::expired_error(s, &payload).await.unwrap_or(e))
+                    Err(expiry::expired_error(s, &decisions).await.unwrap_or(e))
                 }
                 result => result,
             }

@@ -3,14 +3,14 @@
 //! staging nothing.
 
 use super::error::EngineError;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Approve,
     Reject(Option<String>),
-    /// Approve, with these inputs instead of the model's.
-    Edit(Map<String, Value>),
+    /// Approve, with these inputs (an object) instead of the model's.
+    Edit(Value),
 }
 
 /// The three kinds of decision, as a tool's `allowedDecisions` names them.
@@ -120,14 +120,20 @@ impl Decision {
         }
     }
 
-    pub fn parse(call_id: &str, v: &Value) -> Result<Decision, EngineError> {
-        let invalid = |what: &str| EngineError::InvalidDecision {
+    /// The refusal of a malformed decision for `call_id`.
+    pub(super) fn invalid(call_id: &str, what: &str) -> EngineError {
+        EngineError::InvalidDecision {
             call_id: Some(call_id.to_owned()),
             message: format!(
                 "invalid decision for \"{call_id}\": {what}; expected \"approve\", \"reject\", \
                  [\"reject\", \"reason\"] or [\"edit\", inputs]"
             ),
-        };
+        }
+    }
+
+    /// Reads one decision in the JS API's form.
+    pub fn parse(call_id: &str, v: &Value) -> Result<Decision, EngineError> {
+        let invalid = |what: &str| Decision::invalid(call_id, what);
         match v {
             Value::String(s) if s == "approve" => Ok(Decision::Approve),
             Value::String(s) if s == "reject" => Ok(Decision::Reject(None)),
@@ -141,7 +147,7 @@ impl Decision {
                     };
                     Ok(Decision::Reject(reason))
                 }
-                [Value::String(verb), Value::Object(inputs)] if verb == "edit" => {
+                [Value::String(verb), inputs @ Value::Object(_)] if verb == "edit" => {
                     Ok(Decision::Edit(inputs.clone()))
                 }
                 [Value::String(verb), _] if verb == "approve" => Err(invalid(
@@ -159,25 +165,6 @@ impl Decision {
             _ => Err(invalid("not a string or an array")),
         }
     }
-}
-
-/// Parses a whole payload, in the payload's key order. Empty or non-object payloads are refused.
-pub fn parse_payload(payload: &Value) -> Result<Vec<(String, Decision)>, EngineError> {
-    let map = payload
-        .as_object()
-        .ok_or_else(|| EngineError::InvalidDecision {
-            call_id: None,
-            message: "decisions must be an object keyed by callId".into(),
-        })?;
-    if map.is_empty() {
-        return Err(EngineError::InvalidDecision {
-            call_id: None,
-            message: "the decision map is empty: give at least one decision".into(),
-        });
-    }
-    map.iter()
-        .map(|(k, v)| Ok((k.clone(), Decision::parse(k, v)?)))
-        .collect()
 }
 
 #[cfg(test)]
@@ -205,10 +192,7 @@ mod tests {
         );
         let edit = Decision::parse("a", &json!(["edit", {"path": "/tmp/a"}])).unwrap();
         assert_eq!(edit.kind(), DecisionKind::Edit);
-        assert_eq!(
-            edit,
-            Decision::Edit(json!({"path": "/tmp/a"}).as_object().unwrap().clone())
-        );
+        assert_eq!(edit, Decision::Edit(json!({"path": "/tmp/a"})));
     }
 
     #[test]
@@ -264,13 +248,5 @@ mod tests {
             let e = Decision::parse("toolu_1", &bad).unwrap_err();
             assert_eq!(e.code(), "invalid_decision", "{bad}");
         }
-        assert_eq!(
-            parse_payload(&json!({})).unwrap_err().code(),
-            "invalid_decision"
-        );
-        assert_eq!(
-            parse_payload(&json!(["approve"])).unwrap_err().code(),
-            "invalid_decision"
-        );
     }
 }

@@ -15,8 +15,9 @@ mod turn;
 use execution::{end_audit, not_run, tool_result};
 
 use super::audit::{AuditOutcome, AuditRecord, OpenAudit};
-use super::decisions::{Decision, parse_payload};
+use super::decisions::Decision;
 use super::error::EngineError;
+use super::inputs::{Decisions, ToolResults};
 use super::model::{ModelOutput, ModelToolCall};
 use super::results::{
     EXPIRED_TEXT, REGATE_REASON, UNRECORDED_REASON, code, edited_result, error_result,

@@ -4,6 +4,7 @@
 mod audit;
 mod decisions;
 mod error;
+mod inputs;
 mod machine;
 mod model;
 mod policies;
@@ -13,8 +14,9 @@ mod state;
 mod tools;
 
 pub use audit::{AuditDecision, AuditOutcome, AuditRecord, OpenAudit};
-pub use decisions::{AllowedDecisions, Decision, DecisionKind, parse_payload};
+pub use decisions::{AllowedDecisions, Decision, DecisionKind};
 pub use error::EngineError;
+pub use inputs::{Decisions, ToolResults};
 pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};
 pub use model::{ModelOutput, ModelToolCall};
 pub use policy_change::{PolicyChange, Setting};

@@ -5,7 +5,7 @@
 use crate::driver::error::AgentError;
 use crate::driver::store::Store;
 use crate::driver::{self, Input, OpenOptions, RunOptions, Shared};
-use crate::engine::{EngineError, Outcome, PolicyChange, ThreadStatus};
+use crate::engine::{Decisions, EngineError, Outcome, PolicyChange, ThreadStatus, ToolResults};
 use crate::js::convert::{from_js, json_value, parse_json, to_js};
 use crate::js::error::{invalid_config, to_js_error};
 use crate::js::options::{self, HandleParams, MessagesParams, PolicyParams, Storage};
@@ -379,19 +379,23 @@ async fn open_store(s: &Storage) -> Result<Store, JsValue> {
     Store::open(s.kind, &s.database).await.map_err(err)
 }
 
-/// Decisions are JSON the engine checks (`invalid_decision` otherwise).
+/// Decisions are JSON, checked here (`invalid_decision` otherwise).
 fn decisions_input(v: &JsValue) -> Result<Input, JsValue> {
-    json_value(v).map(Input::Decisions).map_err(|e| {
-        err(AgentError::Engine(EngineError::InvalidDecision {
+    json_value(v)
+        .map_err(|e| EngineError::InvalidDecision {
             call_id: None,
             message: e,
-        }))
-    })
+        })
+        .and_then(|v| Decisions::from_json(&v))
+        .map(Input::Decisions)
+        .map_err(|e| err(AgentError::Engine(e)))
 }
 
-/// Tool results are JSON the engine checks (`invalid_tool_results` otherwise).
+/// Tool results are JSON, checked here (`invalid_tool_results` otherwise).
 fn tool_results_input(v: &JsValue) -> Result<Input, JsValue> {
     json_value(v)
+        .map_err(EngineError::InvalidToolResults)
+        .and_then(|v| ToolResults::from_json(&v))
         .map(Input::ToolResults)
-        .map_err(|e| err(AgentError::Engine(EngineError::InvalidToolResults(e))))
+        .map_err(|e| err(AgentError::Engine(e)))
 }

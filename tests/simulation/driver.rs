@@ -6,7 +6,7 @@
 use super::actors::{self, Choice, Input};
 use super::world::{Act, Broken, Locks, Run, Sim, THREAD};
 use gatehouse_agent::engine::{
-    Commit, Engine, EngineError, ModelOutput, PolicyQuery, Step, ToolInvocation,
+    Commit, Decisions, Engine, EngineError, ModelOutput, PolicyQuery, Step, ToolInvocation,
 };
 use gatehouse_agent::store::{
     Admission, LEASE_MS, LockAttempt, LockProbe, RENEW_MS, Snapshot, StoreError, Writer, admit,
@@ -402,7 +402,9 @@ impl Sim {
         let a = self.agent(t);
         let r: Result<(), EngineError> = match &input {
             Input::Chat(text) => a.engine.user_message(text, wall),
-            Input::Decide(v) => a.engine.submit_decisions(v, wall, None),
+            Input::Decide(v) => {
+                Decisions::from_json(v).and_then(|d| a.engine.submit_decisions(&d, wall, None))
+            }
             Input::Retry => a.engine.retry(wall),
             Input::Recover => {
                 a.engine.recover(wall);

@@ -197,13 +197,15 @@ impl Harness {
         by: Option<&str>,
     ) -> Result<Option<Outcome>, EngineError> {
         let now = self.tick();
-        self.engine.submit_decisions(&payload, now, by)?;
+        self.engine
+            .submit_decisions(&Decisions::from_json(&payload)?, now, by)?;
         Ok(self.drive())
     }
 
     pub fn results(&mut self, payload: Value) -> Result<Option<Outcome>, EngineError> {
         let now = self.tick();
-        self.engine.submit_tool_results(&payload, now)?;
+        self.engine
+            .submit_tool_results(&ToolResults::from_json(&payload)?, now)?;
         Ok(self.drive())
     }
 
@@ -356,4 +358,9 @@ pub fn standard_tools() -> Vec<ToolSpec> {
     ticket.external = true;
 
     vec![delete, email, list, ticket]
+}
+
+/// Decisions in the JS API's JSON form (a test's payload is always well formed).
+pub fn decisions(payload: Value) -> Decisions {
+    Decisions::from_json(&payload).expect("well-formed decisions")
 }

@@ -9,7 +9,7 @@ impl Engine {
     /// `by` (who decided, as the app names them) goes into the calls' audit records.
     pub fn submit_decisions(
         &mut self,
-        payload: &Value,
+        decisions: &Decisions,
         now_ms: u64,
         by: Option<&str>,
     ) -> Result<(), EngineError> {
@@ -19,7 +19,6 @@ impl Engine {
                 "no tool call is awaiting approval".into(),
             ));
         };
-        let decisions = parse_payload(payload)?;
         let run = self.state.run.clone();
         let mut tail = tail.clone();
         let entries = tail
@@ -28,7 +27,7 @@ impl Engine {
             .unwrap_or_default();
         let mut entries = entries;
         // Check everything before changing anything: a refused payload stages nothing.
-        for (call_id, _) in &decisions {
+        for (call_id, _) in decisions.iter() {
             if let Some(e) = entries.iter().find(|e| e.call_id == *call_id) {
                 let due = run
                     .as_ref()
@@ -51,7 +50,7 @@ impl Engine {
                 });
             }
         }
-        for (call_id, decision) in &decisions {
+        for (call_id, decision) in decisions.iter() {
             if let Some(e) = entries.iter().find(|e| e.call_id == *call_id) {
                 self.check_decision(e, decision)?;
             }
@@ -60,14 +59,14 @@ impl Engine {
             .state
             .run
             .get_or_insert_with(|| RunJournal::new(tail.id.clone()));
-        for (call_id, decision) in decisions {
-            if let Some(e) = entries.iter_mut().find(|e| e.call_id == call_id) {
-                apply_decision(e, decision);
+        for (call_id, decision) in decisions.iter() {
+            if let Some(e) = entries.iter_mut().find(|e| e.call_id == *call_id) {
+                apply_decision(e, decision.clone());
                 // The record is what lets the call run, for exactly the inputs the entry now
                 // shows; the tail is what a UI reads.
                 let approved = e.approval_state() == Some(ApprovalState::Approved);
-                journal.decide(&call_id, approved, &e.inputs);
-                if let Some(a) = journal.audit_mut(&call_id) {
+                journal.decide(call_id, approved, &e.inputs);
+                if let Some(a) = journal.audit_mut(call_id) {
                     a.decided_at = Some(now_ms);
                     a.decided_by = by.map(str::to_owned);
                 }
@@ -196,8 +195,7 @@ impl Engine {
                 e.call_id, e.name
             )));
         };
-        // The inputs are the decision's own JSON value; the copy is what the schema walks.
-        schema::validate(&tool.schema, &Value::Object(inputs.clone())).map_err(|errors| {
+        schema::validate(&tool.schema, inputs).map_err(|errors| {
             let mut message = format!(
                 "the edited inputs for \"{}\" do not match the schema of \"{}\": ",
                 e.call_id, e.name
@@ -248,6 +246,10 @@ pub(super) fn apply_decision(e: &mut ToolEntry, decision: Decision) {
             }
         }
         Decision::Edit(inputs) => {
+            // `Decisions` holds only object inputs.
+            let Value::Object(inputs) = inputs else {
+                return;
+            };
             a.state = ApprovalState::Approved;
             a.reject_reason = None;
             let proposed = e

@@ -101,7 +101,11 @@ impl Engine {
     }
 
     /// Outputs of external tools (docs/design.md, "Approval semantics"), by call id; partial submissions are kept.
-    pub fn submit_tool_results(&mut self, payload: &Value, now_ms: u64) -> Result<(), EngineError> {
+    pub fn submit_tool_results(
+        &mut self,
+        results: &ToolResults,
+        now_ms: u64,
+    ) -> Result<(), EngineError> {
         self.expect_idle()?;
         let status = self.status();
         if status != ThreadStatus::AwaitingToolResults && status != ThreadStatus::AwaitingApproval {
@@ -109,43 +113,38 @@ impl Engine {
                 "no tool call is waiting for a result".into(),
             ));
         }
-        let map = payload
-            .as_object()
-            .filter(|m| !m.is_empty())
-            .ok_or_else(|| {
-                EngineError::InvalidToolResults(
-                    "tool results must be a non-empty object keyed by callId".into(),
-                )
-            })?;
         let waiting: Vec<String> = self
             .awaiting_results()
             .into_iter()
             .map(|e| e.call_id.clone())
             .collect();
-        if let Some(id) = map.keys().find(|id| !waiting.contains(id)) {
+        if let Some(id) = results
+            .call_ids()
+            .find(|id| !waiting.iter().any(|w| w == id))
+        {
             return Err(EngineError::UnknownCallId {
-                call_id: id.clone(),
+                call_id: id.to_owned(),
                 message: format!("\"{id}\" is not among the calls waiting for a result"),
             });
         }
         self.now = now_ms;
-        let results: Vec<(&String, String)> = map
+        let recorded: Vec<(&String, String)> = results
             .iter()
             .map(|(id, v)| (id, self.model_result(id, output_to_result(v))))
             .collect();
         if let Some(run) = &mut self.state.run {
-            for (id, result) in results {
+            for (id, result) in recorded {
                 run.record(id, result);
             }
         }
-        for id in map.keys() {
+        for id in results.call_ids() {
             // An external call "runs" when the app hands in its result.
             if let Some(a) = self.state.run.as_mut().and_then(|r| r.audit_mut(id)) {
                 a.started_at = Some(now_ms);
             }
             self.end_tail_audit(id, AuditOutcome::Ok, now_ms);
         }
-        if waiting.len() > map.len() {
+        if waiting.len() > results.len() {
             self.persist(None, Vec::new());
             self.finish(Outcome::AwaitingToolResults);
         } else {
