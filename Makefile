@@ -2,9 +2,6 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-WASM_TEST_ENV := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-	CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=120
-
 .PHONY: test setup setup-build setup-browser test-native check-core-pure check-wasm pkg test-types test-model-server \
 	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate
 
@@ -58,26 +55,19 @@ test-model-server:
 test-node: pkg
 	node --test tests/node/
 
-# The IndexedDB store in headless Chromium (wasm-bindgen-test).
-# Once in a few runs on these shared machines the runner's Chromium page never reports (the
-# renderer stops answering; the same tests pass in ~20 s on a rerun): one retry, said out loud.
-# Not understood yet; two failures in a row fail the target.
+# The IndexedDB store in headless Chromium (wasm-bindgen-test). The script's one retry, the
+# same in every engine, is only for a page that never reported; a failure never is retried.
 test-browser-store:
-	$(WASM_TEST_ENV) cargo test --target wasm32-unknown-unknown --test browser_store || { \
-	  echo "test-browser-store: the first run failed; running it once more"; \
-	  $(WASM_TEST_ENV) cargo test --target wasm32-unknown-unknown --test browser_store; }
+	./scripts/wasm-browser-test.sh chromium
 
 .PHONY: test-browser-store-engines test-browser-engines test-demo-engines test-browsers
 
 # The IndexedDB store tests in Firefox ESR (geckodriver) and WebKitGTK (WebKitWebDriver, Xvfb).
-WASM_TEST_RUNNER := CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner WASM_BINDGEN_TEST_TIMEOUT=300
 test-browser-store-engines:
 	@echo "IndexedDB store tests in $$(firefox-esr --version)"
-	$(WASM_TEST_RUNNER) GECKODRIVER=$$(command -v geckodriver || echo $$HOME/.cargo/bin/geckodriver) \
-	  cargo test --target wasm32-unknown-unknown --test browser_store
+	./scripts/wasm-browser-test.sh firefox
 	@echo "IndexedDB store tests in WebKitGTK $$(dpkg-query -W -f='$${Version}' libwebkit2gtk-4.1-0 | sed 's/-.*//')"
-	$(WASM_TEST_RUNNER) SAFARIDRIVER=/usr/bin/WebKitWebDriver xvfb-run -a \
-	  cargo test --target wasm32-unknown-unknown --test browser_store
+	./scripts/wasm-browser-test.sh webkit
 
 # The core browser scenarios (CORE in tests/browser/run.mjs), the stress test shortened to
 # ENGINE_STRESS_SECONDS with Web Locks and half of it without, in Firefox ESR and WebKitGTK.

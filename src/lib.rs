@@ -12,9 +12,36 @@ pub mod store;
 pub mod thread;
 
 #[cfg(target_arch = "wasm32")]
-pub mod driver;
+mod agent;
 #[cfg(target_arch = "wasm32")]
-pub mod js;
+mod convert;
+#[cfg(target_arch = "wasm32")]
+mod driver;
+#[cfg(target_arch = "wasm32")]
+mod js;
+
+// The Rust API (wasm only: it runs in the browser, like the JS one).
+#[cfg(target_arch = "wasm32")]
+pub use agent::{
+    Agent, AgentState, EffectivePolicy, Input, Model, NeedsApproval, OpenOptions, Page, Status,
+    StopReason, Storage, Subscription, ToolError,
+};
+#[cfg(target_arch = "wasm32")]
+pub use driver::RunOptions;
+#[cfg(target_arch = "wasm32")]
+pub use driver::error::AgentError;
+#[cfg(target_arch = "wasm32")]
+pub use driver::live::{ThreadChange, ThreadListChange, ThreadsSubscription};
+#[cfg(target_arch = "wasm32")]
+pub use driver::model::ModelRequest;
+#[cfg(target_arch = "wasm32")]
+pub use driver::tools::{Tool, ToolContext};
+pub use engine::{
+    AllowedDecisions, AuditRecord, Decision, Decisions, ModelOutput, ModelToolCall, PolicyChange,
+    Setting, ToolResults,
+};
+pub use store::summary::{AgentStatus, ThreadSummary};
+pub use thread::{Message, ToolEntry, Usage};
 
 /// talc instead of std's dlmalloc: about 7 KB less wasm, and faster (single-threaded wasm
 /// only, which is what the package is built for).

@@ -45,6 +45,16 @@ impl AgentError {
         }
     }
 
+    /// A stale write or a new message while calls wait (`conflict`): read the thread again.
+    pub fn is_conflict(&self) -> bool {
+        self.code() == "conflict"
+    }
+
+    /// Another run holds the thread (`busy`).
+    pub fn is_busy(&self) -> bool {
+        self.code() == "busy"
+    }
+
     pub fn call_id(&self) -> Option<&str> {
         match self {
             AgentError::Engine(

@@ -1,30 +1,31 @@
-//! Delivers [`Event`]s to the caller's `onEvent` as plain objects. A throwing handler is
-//! reported on the console and never stops the run.
+//! Delivers [`Event`]s to the run's listener (the JS binding's wraps `onEvent`). A listener
+//! never stops the run.
 
 use crate::event::Event;
-use crate::js::convert::to_js;
-use js_sys::Function;
-use wasm_bindgen::JsValue;
+use std::rc::Rc;
 
+/// A run's event listener.
+pub type EventListener = Rc<dyn Fn(&Event)>;
+
+/// Who hears a run's events: `None` when nobody listens (events are not even built then).
 #[derive(Clone, Default)]
 pub struct Emitter {
-    handler: Option<Function>,
+    listener: Option<EventListener>,
 }
 
 impl Emitter {
-    pub fn new(handler: Option<Function>) -> Self {
-        Emitter { handler }
+    pub fn new(listener: Option<EventListener>) -> Self {
+        Emitter { listener }
     }
 
-    /// Whether anyone listens (events are not even built otherwise).
+    /// Whether anyone listens.
     pub fn enabled(&self) -> bool {
-        self.handler.is_some()
+        self.listener.is_some()
     }
 
     pub fn emit(&self, event: &Event) {
-        let Some(h) = &self.handler else { return };
-        if let Err(e) = h.call1(&JsValue::NULL, &to_js(event)) {
-            web_sys::console::warn_2(&"gatehouse: onEvent handler threw".into(), &e);
+        if let Some(l) = &self.listener {
+            l(event);
         }
     }
 }

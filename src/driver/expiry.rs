@@ -104,7 +104,7 @@ pub async fn expire_due(s: &Shared, opts: &RunOptions) -> Result<(), AgentError>
             return Ok(());
         }
         match run_input(s, Input::Expire, opts).await {
-            Err(e) if e.code() == "conflict" => continue,
+            Err(e) if e.is_conflict() => continue,
             Err(e) => return Err(e),
             Ok(_) => return Ok(()),
         }

@@ -6,6 +6,7 @@
 //! rejects with its signal's abort reason, which an app may set to anything (`abort("stop")`),
 //! so gloo-net only ever sees our own [`AbortLink`] signal, aborted with an `Error` of ours.
 
+use crate::convert::describe;
 use gloo_net::http::{Request, Response};
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::JsCast;
@@ -207,21 +208,4 @@ pub async fn sleep(ms: u64, link: &AbortLink) -> Result<(), FetchError> {
 
 fn error_name(e: &JsValue) -> Option<String> {
     Reflect::get(e, &"name".into()).ok()?.as_string()
-}
-
-/// A readable description of any thrown JS value.
-pub fn describe(e: &JsValue) -> String {
-    if let Some(s) = e.as_string() {
-        return s;
-    }
-    let get = |k: &str| Reflect::get(e, &k.into()).ok().and_then(|v| v.as_string());
-    match (get("name"), get("message")) {
-        (Some(n), Some(m)) if !m.is_empty() => format!("{n}: {m}"),
-        (_, Some(m)) => m,
-        (Some(n), None) => n,
-        _ => js_sys::JSON::stringify(e)
-            .ok()
-            .and_then(|s| s.as_string())
-            .unwrap_or_else(|| "unknown error".into()),
-    }
 }

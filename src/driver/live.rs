@@ -6,10 +6,11 @@
 //! `BroadcastChannel`, only this agent's own changes are heard.
 
 use super::{Session, Shared, reload};
-use crate::js::convert::to_js;
+use crate::convert::{from_js, to_js};
+use crate::store::summary::AgentStatus;
 use crate::thread::Message;
 use js_sys::Function;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
@@ -18,13 +19,13 @@ use web_sys::{BroadcastChannel, MessageEvent};
 /// This agent's listeners and its end of the thread's channel.
 #[derive(Default)]
 pub struct Live {
-    listeners: Vec<(u32, Function)>,
+    listeners: Vec<(u32, Listener)>,
     next_id: u32,
     channel: Option<BroadcastChannel>,
     _on_notice: Option<Closure<dyn FnMut(MessageEvent)>>,
     /// The status last told to the thread lists: a write that leaves it as it was (most
     /// writes of a run) tells them nothing.
-    listed: Option<&'static str>,
+    listed: Option<AgentStatus>,
     /// The database's thread-list channel, opened at the first status change and kept (a
     /// run changes the status twice: opening a channel each time cost more than the post).
     list: Option<BroadcastChannel>,
@@ -42,24 +43,31 @@ impl Drop for Live {
     }
 }
 
-/// What a listener receives.
-#[derive(Serialize)]
+/// What a `subscribe` listener hears after a change to the thread.
+#[derive(Serialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
-struct Change<'a> {
-    thread_id: &'a str,
-    status: &'static str,
-    last_message: Option<&'a Message>,
+pub struct ThreadChange {
+    pub thread_id: String,
+    /// As `status()` says it now.
+    pub status: AgentStatus,
+    pub last_message: Option<Message>,
 }
 
-/// What a `subscribeThreads` listener receives.
-#[derive(Serialize)]
+/// A thread's listener.
+pub type Listener = Rc<dyn Fn(&ThreadChange)>;
+
+/// What a thread-list listener hears: a thread of the database was created, changed status
+/// or was deleted (`status: None`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
-struct ListChange<'a> {
-    thread_id: &'a str,
-    /// `None` when the thread was deleted.
-    status: Option<&'static str>,
-    deleted: bool,
+pub struct ThreadListChange {
+    pub thread_id: String,
+    pub status: Option<AgentStatus>,
+    pub deleted: bool,
 }
+
+/// A thread-list listener.
+pub type ListListener = Rc<dyn Fn(&ThreadListChange)>;
 
 /// The channel of the thread lists of database `database`.
 fn list_channel(database: &str) -> String {
@@ -83,7 +91,7 @@ fn open_channel(name: &str) -> Option<BroadcastChannel> {
 }
 
 /// Tells the thread lists of `database` (in this page and other tabs) that a thread changed.
-fn post_list(database: &str, change: &ListChange) {
+fn post_list(database: &str, change: &ThreadListChange) {
     if let Some(c) = open_channel(&list_channel(database)) {
         let _ = c.post_message(&to_js(change));
         c.close();
@@ -94,38 +102,43 @@ fn post_list(database: &str, change: &ListChange) {
 pub fn deleted(database: &str, thread_id: &str) {
     post_list(
         database,
-        &ListChange {
-            thread_id,
+        &ThreadListChange {
+            thread_id: thread_id.to_owned(),
             status: None,
             deleted: true,
         },
     );
 }
 
-/// Calls `listener` with `{ threadId, status, deleted }` whenever a thread of `database` is
-/// created, changes or is deleted, here or in another tab. Returns the unsubscribe function.
-pub fn subscribe_threads(database: &str, listener: Function) -> Function {
-    type Sub = (BroadcastChannel, Closure<dyn FnMut(MessageEvent)>);
-    let sub: Rc<RefCell<Option<Sub>>> = Rc::new(RefCell::new(None));
-    if let Some(channel) = open_channel(&list_channel(database)) {
-        let on_change = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-            if let Err(err) = listener.call1(&JsValue::NULL, &e.data()) {
-                web_sys::console::error_2(
-                    &"gatehouse: a subscribeThreads() listener threw".into(),
-                    &err,
-                );
-            }
-        });
-        channel.set_onmessage(Some(on_change.as_ref().unchecked_ref()));
-        *sub.borrow_mut() = Some((channel, on_change));
-    }
-    let unsubscribe = Closure::<dyn FnMut()>::new(move || {
-        if let Some((channel, _)) = sub.borrow_mut().take() {
+/// A thread-list subscription: [`ThreadsSubscription::cancel`] ends it (dropping it does not).
+#[derive(Clone)]
+pub struct ThreadsSubscription(Rc<RefCell<Option<ListSub>>>);
+
+type ListSub = (BroadcastChannel, Closure<dyn FnMut(MessageEvent)>);
+
+impl ThreadsSubscription {
+    pub fn cancel(&self) {
+        if let Some((channel, _)) = self.0.borrow_mut().take() {
             channel.set_onmessage(None);
             channel.close();
         }
-    });
-    unsubscribe.into_js_value().unchecked_into()
+    }
+}
+
+/// Calls `listener` whenever a thread of `database` is created, changes status or is
+/// deleted, here or in another tab (nothing where there is no `BroadcastChannel`).
+pub fn subscribe_threads(database: &str, listener: ListListener) -> ThreadsSubscription {
+    let sub = ThreadsSubscription(Rc::new(RefCell::new(None)));
+    if let Some(channel) = open_channel(&list_channel(database)) {
+        let on_change = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
+            if let Ok(change) = from_js::<ThreadListChange>(e.data()) {
+                listener(&change);
+            }
+        });
+        channel.set_onmessage(Some(on_change.as_ref().unchecked_ref()));
+        *sub.0.borrow_mut() = Some((channel, on_change));
+    }
+    sub
 }
 
 /// Opens the thread's channel for `s` (named `name`), if the platform has one.
@@ -155,22 +168,18 @@ pub fn connect(s: &Shared, name: &str) {
     g.live._on_notice = Some(on_notice);
 }
 
-/// Adds a listener; returns the function that removes it.
-pub fn subscribe(s: &Shared, listener: Function) -> Function {
-    let id = {
-        let mut g = s.borrow_mut();
-        g.live.next_id += 1;
-        let id = g.live.next_id;
-        g.live.listeners.push((id, listener));
-        id
-    };
-    let weak = Rc::downgrade(s);
-    let unsubscribe = Closure::<dyn FnMut()>::new(move || {
-        if let Some(s) = weak.upgrade() {
-            s.borrow_mut().live.listeners.retain(|(i, _)| *i != id);
-        }
-    });
-    unsubscribe.into_js_value().unchecked_into()
+/// Adds a listener; returns its id for [`unsubscribe`].
+pub fn subscribe(s: &Shared, listener: Listener) -> u32 {
+    let mut g = s.borrow_mut();
+    g.live.next_id += 1;
+    let id = g.live.next_id;
+    g.live.listeners.push((id, listener));
+    id
+}
+
+/// Removes the listener `id` (nothing if it is gone already).
+pub fn unsubscribe(s: &mut Session, id: u32) {
+    s.live.listeners.retain(|(i, _)| *i != id);
 }
 
 /// The thread changed here: tell this agent's listeners and the other agents on it.
@@ -189,8 +198,8 @@ pub fn changed(s: &Shared) {
                 g.live.list = open_channel(&list_channel(g.store.name()));
             }
             if let Some(list) = &g.live.list {
-                let _ = list.post_message(&to_js(&ListChange {
-                    thread_id: &g.thread_id,
+                let _ = list.post_message(&to_js(&ThreadListChange {
+                    thread_id: g.thread_id.clone(),
                     status: Some(status),
                     deleted: false,
                 }));
@@ -200,25 +209,23 @@ pub fn changed(s: &Shared) {
     tell(s);
 }
 
-/// Calls this agent's listeners with the thread's status and last message. A listener that
-/// throws does not stop the others (it is reported on the console).
+/// Calls this agent's listeners with the thread's status and last message.
+/// No borrow of the session is held while they run: a listener may call the agent.
 fn tell(s: &Shared) {
     let (listeners, change) = {
         let g = s.borrow();
         if g.live.listeners.is_empty() {
             return;
         }
-        let change = to_js(&Change {
-            thread_id: &g.thread_id,
+        let listeners: Vec<Listener> = g.live.listeners.iter().map(|(_, f)| f.clone()).collect();
+        let change = ThreadChange {
+            thread_id: g.thread_id.clone(),
             status: super::status(&g),
-            last_message: g.engine.tail(),
-        });
-        let listeners: Vec<Function> = g.live.listeners.iter().map(|(_, f)| f.clone()).collect();
+            last_message: g.engine.tail().cloned(),
+        };
         (listeners, change)
     };
     for f in listeners {
-        if let Err(e) = f.call1(&JsValue::NULL, &change) {
-            web_sys::console::error_2(&"gatehouse: a subscribe() listener threw".into(), &e);
-        }
+        f(&change);
     }
 }

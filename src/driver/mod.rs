@@ -1,6 +1,7 @@
 //! The async loop: runs the engine's steps against a store, a model and the app's JS tools.
 //! State lives in `Rc<RefCell<Session>>`; no borrow is held across an `.await`.
 
+mod abort;
 pub mod error;
 pub mod events;
 pub mod expiry;
@@ -13,12 +14,12 @@ pub mod store;
 pub mod tools;
 
 use crate::engine::{
-    Decisions, Engine, EngineConfig, EngineError, Outcome, PolicyVerdict, Step, ThreadState,
-    ToolPolicy, ToolResults, ToolSet,
+    Decisions, Engine, EngineConfig, EngineError, Outcome, PolicyVerdict, Step, ToolPolicy,
+    ToolResults, ToolSet,
 };
 use crate::event::Event;
 use crate::providers::ToolDef;
-use crate::store::summary::{self, ThreadSummary};
+use crate::store::summary::{self, AgentStatus, ThreadSummary};
 use crate::store::{
     Admission, LEASE_MS, Lease, LockAttempt, LockProbe, Owner, RENEW_MS, Snapshot, StoreError,
     Writer, admit, judge, must_recover,
@@ -31,7 +32,7 @@ use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use store::Store;
-use tools::JsTool;
+use tools::Tool;
 use web_sys::AbortSignal;
 
 pub struct Session {
@@ -50,7 +51,7 @@ pub struct Session {
     pub message_count: u64,
     pub model: ModelHandle,
     pub instructions: Option<String>,
-    pub tools: Vec<JsTool>,
+    pub tools: Vec<Tool>,
     /// At most this many of the latest messages are sent to the model (`None`: all).
     history_limit: Option<u32>,
     /// The newest messages that fit the model's window (or its latest `history_limit`),
@@ -96,12 +97,13 @@ pub struct RunOptions {
     pub by: Option<String>,
 }
 
-pub struct OpenOptions {
+/// What a session is opened with (the Rust API's `OpenOptions`, checked and resolved).
+pub struct Setup {
     pub thread_id: String,
     pub store: Store,
     pub model: ModelHandle,
     pub instructions: Option<String>,
-    pub tools: Vec<JsTool>,
+    pub tools: Vec<Tool>,
     pub config: EngineConfig,
     pub history_limit: Option<u32>,
 }
@@ -113,7 +115,7 @@ pub(crate) fn now() -> f64 {
 /// Opens a thread: reads its record and tail only, then re-gates a call whose execution was
 /// cut off by a closed page (docs/design.md, "The run journal") — unless a live run elsewhere owns it (docs/design.md,
 /// "Run ownership"). Never fails with `conflict`: a thread that moves on meanwhile is read again.
-pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
+pub async fn open(o: Setup) -> Result<Shared, AgentError> {
     let snap = o.store.load(&o.thread_id, now()).await?;
     let specs = o.tools.iter().map(|t| t.spec.clone()).collect();
     let machine = (js_sys::Math::random() * 1024.0) as u64;
@@ -157,7 +159,7 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
         }
         match run(&session, Input::Recover, &RunOptions::default()).await {
             // Read again and judge again: the thread moved on while we looked.
-            Err(e) if e.code() == "conflict" => {
+            Err(e) if e.is_conflict() => {
                 let (store, thread) = {
                     let g = session.borrow();
                     (g.store.clone(), g.thread_id.clone())
@@ -165,7 +167,7 @@ pub async fn open(o: OpenOptions) -> Result<Shared, AgentError> {
                 snap = store.load(&thread, now()).await?;
             }
             // A live run elsewhere took it meanwhile: leave it to that run.
-            Err(e) if e.code() == "busy" => break,
+            Err(e) if e.is_busy() => break,
             Err(e) => return Err(e),
             Ok(_) => break,
         }
@@ -250,11 +252,11 @@ pub async fn summaries(store: &Store) -> Result<Vec<ThreadSummary>, AgentError> 
 
 /// `agent.status()`: "running" while this agent or, as far as this view knows, another one
 /// runs the thread; else the engine's status of the view.
-pub fn status(s: &Session) -> &'static str {
+pub fn status(s: &Session) -> AgentStatus {
     if running_here(s) || running_elsewhere(s) {
-        return "running";
+        return AgentStatus::Running;
     }
-    s.engine.status().as_str()
+    s.engine.status().into()
 }
 
 /// Whether this agent is running a call now.
@@ -403,7 +405,8 @@ pub(crate) async fn run_input(
             // results"); after the grace it is re-gated and a later result is still kept.
             let (s, opts) = (s.clone(), opts.clone());
             wasm_bindgen_futures::spawn_local(async move {
-                let settled = tools::settled_within(&pending, ABORT_GRACE_MS).await;
+                let mut pending = pending;
+                let settled = tools::settled_within(&mut pending, ABORT_GRACE_MS).await;
                 let gave_up = settled.is_none();
                 let t = now() as u64;
                 let next = match settled {
@@ -417,7 +420,7 @@ pub(crate) async fn run_input(
                 };
                 let _ = finish(&s, hold, result).await;
                 if gave_up {
-                    let outcome = tools::settled(pending).await;
+                    let outcome = pending.await;
                     late_result(s, call_id, outcome).await;
                 }
             });
@@ -572,8 +575,8 @@ impl Ownership {
 /// How `drive` ended.
 enum Ended {
     Done(Option<Outcome>),
-    /// The caller aborted while this call's `execute` had not settled: its Promise.
-    Detached(String, js_sys::Promise),
+    /// The caller aborted while this call's `execute` had not settled: the execution.
+    Detached(String, tools::LocalFuture<Result<Value, String>>),
 }
 
 /// The late result of a call this agent gave up waiting for: kept if the call still waits
@@ -590,7 +593,7 @@ async fn late_result(s: Shared, call_id: String, outcome: Result<Value, String>)
         )
         .await
         {
-            Err(e) if e.code() == "conflict" => continue,
+            Err(e) if e.is_conflict() => continue,
             Err(_) => break,
             Ok(_) => return,
         }
@@ -861,9 +864,4 @@ fn tool_defs(g: &Session) -> Vec<ToolDef> {
                 .with_extra(&t.extra)
         })
         .collect()
-}
-
-/// The engine's state (for tests and `Agent` getters).
-pub fn state(s: &Shared) -> ThreadState {
-    s.borrow().engine.state().clone()
 }

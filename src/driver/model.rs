@@ -1,30 +1,27 @@
 //! One model call: over HTTP (gloo-net) with SSE streaming and retries, in-process for `demo`, or
 //! through the app's function for `custom`.
 
+use super::abort;
 use super::error::AgentError;
 use super::events::Emitter;
 use super::fetch::{self, AbortLink, BodyReader, FetchError};
-use super::tools;
-use crate::engine::{ModelOutput, ModelToolCall};
+use super::tools::LocalFuture;
+use crate::engine::ModelOutput;
 use crate::event::{Event, EventError};
-use crate::js::convert::{from_js, js_object, js_ref, json_value, parse_json, to_js};
 use crate::providers::{
     ModelConfig, ProviderError, ProviderKind, ResponseStream, RetryPolicy, StreamDelta, ToolDef,
     build_request, demo, parse_response,
 };
-use crate::thread::{Message, Usage};
-use js_sys::Function;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use crate::thread::Message;
 use std::borrow::Cow;
-use wasm_bindgen::JsValue;
+use std::rc::Rc;
 use web_sys::AbortSignal;
 
 #[derive(Clone)]
 pub struct ModelHandle {
     pub cfg: ModelConfig,
-    /// `model.call` for the `custom` provider.
-    pub custom: Option<Function>,
+    /// The model of the `custom` provider.
+    pub custom: Option<CustomModel>,
     pub retry: RetryPolicy,
 }
 
@@ -206,130 +203,43 @@ fn fetch_error(e: FetchError) -> AgentError {
     }
 }
 
-/// What a `custom` provider function returns.
-#[derive(Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    expecting = "an answer object { text, toolCalls, usage, stopReason }"
-)]
-struct CustomAnswer {
-    text: Option<String>,
-    #[serde(default)]
-    tool_calls: Vec<CustomCall>,
-    usage: Option<Usage>,
-    stop_reason: Option<String>,
+/// What a custom model is asked: the thread's history as it is sent, and the offered tools.
+pub struct ModelRequest<'a> {
+    pub instructions: Option<&'a str>,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolDef],
+    /// The run's signal: a model that honours it stops early.
+    pub signal: Option<&'a AbortSignal>,
 }
 
-#[derive(Deserialize)]
-#[serde(expecting = "a tool call { id, name, arguments }")]
-struct CustomCall {
-    id: Option<String>,
-    name: String,
-    /// An object or its JSON text: JSON, read with `JSON.stringify`'s rules.
-    #[serde(default, deserialize_with = "js_object")]
-    arguments: Option<JsValue>,
-}
+/// A model the app runs itself (the `custom` provider): called once per model turn.
+pub type CustomModel = Rc<dyn Fn(ModelRequest<'_>) -> LocalFuture<Result<ModelOutput, AgentError>>>;
 
-/// What a `custom` provider function is called with. `messages` and `tools` are JSON text
-/// parsed by JS: a whole history is faster that way (see `js::convert`), and serde-wasm-bindgen
-/// refuses integers beyond 2^53 that a schema may hold while `JSON.parse` rounds them.
-#[derive(Serialize)]
-struct CustomRequest<'a> {
-    #[serde(serialize_with = "serde_wasm_bindgen::preserve::serialize")]
-    messages: JsValue,
-    #[serde(serialize_with = "serde_wasm_bindgen::preserve::serialize")]
-    tools: JsValue,
-    instructions: Option<&'a str>,
-    #[serde(serialize_with = "js_ref", skip_serializing_if = "Option::is_none")]
-    signal: Option<&'a AbortSignal>,
-}
-
-#[derive(Serialize)]
-struct CustomTool<'a> {
-    name: &'a str,
-    description: Option<&'a str>,
-    parameters: &'a Value,
-}
-
-/// `v` as JSON text parsed by JS.
-fn json_js<T: Serialize + ?Sized>(v: &T) -> JsValue {
-    serde_json::to_string(v)
-        .ok()
-        .and_then(|text| parse_json(&text))
-        .unwrap_or(JsValue::NULL)
-}
-
+/// Calls the app's model. An aborted run does not wait for a model that ignores the abort.
 async fn custom(
     m: &ModelHandle,
     instructions: Option<&str>,
-    history: &[Message],
+    messages: &[Message],
     tools: &[ToolDef],
     signal: Option<&AbortSignal>,
 ) -> Result<ModelOutput, AgentError> {
     let f = m.custom.as_ref().ok_or_else(|| {
         AgentError::InvalidConfig("the custom provider needs a `model.call` function".into())
     })?;
-    let tools: Vec<CustomTool> = tools
-        .iter()
-        .map(|t| CustomTool {
-            name: &t.name,
-            description: t.description.as_deref(),
-            parameters: &t.parameters,
-        })
-        .collect();
-    let request = to_js(&CustomRequest {
-        messages: json_js(history),
-        tools: json_js(&tools),
+    let mut answer = f(ModelRequest {
         instructions,
+        messages,
+        tools,
         signal,
     });
-    // A function that ignores `request.signal` must not hold an aborted run: its Promise is
-    // left to settle on its own.
-    let ret = match tools::call_maybe_async(f, &request, &JsValue::UNDEFINED, signal).await {
-        tools::Answer::Now(r) => r.map_err(|e| custom_error(&e))?,
-        tools::Answer::Abandoned(_) => return Err(AgentError::Aborted),
+    let out = match signal {
+        None => answer.await,
+        Some(signal) => abort::before_abort(&mut answer, signal)
+            .await
+            .ok_or(AgentError::Aborted)?,
     };
     if signal.is_some_and(AbortSignal::aborted) {
         return Err(AgentError::Aborted);
     }
-    let a: CustomAnswer = from_js(ret).map_err(|e| bad_custom(&e))?;
-    Ok(ModelOutput {
-        text: a.text.unwrap_or_default(),
-        tool_calls: a
-            .tool_calls
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let args = match c.arguments.map(|a| json_value(&a)).transpose() {
-                    Ok(Some(Value::String(s))) => s,
-                    Ok(None | Some(Value::Null)) => String::new(),
-                    Ok(Some(other)) => crate::thread::json_text(&other),
-                    Err(e) => return Err(bad_custom(&format!("`arguments`: {e}"))),
-                };
-                let id = c.id.unwrap_or_else(|| format!("call_{i}"));
-                Ok(ModelToolCall::new(id, c.name, args))
-            })
-            .collect::<Result<_, _>>()?,
-        usage: a.usage,
-        stop_reason: a.stop_reason,
-    })
-}
-
-fn custom_error(e: &JsValue) -> AgentError {
-    let name = js_sys::Reflect::get(e, &"name".into())
-        .ok()
-        .and_then(|n| n.as_string());
-    if name.as_deref() == Some("AbortError") {
-        return AgentError::Aborted;
-    }
-    AgentError::Provider(ProviderError::Stream {
-        error_type: Some("custom_provider_error".into()),
-        message: fetch::describe(e),
-    })
-}
-
-fn bad_custom(detail: &str) -> AgentError {
-    AgentError::Provider(ProviderError::Malformed {
-        detail: format!("the custom provider returned an unexpected value: {detail}"),
-    })
+    out
 }

@@ -1,128 +1,88 @@
-//! Calling the app's JS tools: `execute(inputs, ctx)` and `approvalPolicy(inputs, ctx)`, sync
-//! or async.
+//! The app's tools as the driver runs them: an executor and an approval policy, each an async
+//! function (Rust closures from the Rust API, JS functions wrapped by the JS binding). A run
+//! that is aborted does not wait for a tool or a policy that ignores the abort.
 
-use super::error::AgentError;
-use super::fetch::describe;
+use super::abort;
 use crate::engine::{PolicyVerdict, ToolSpec};
-use crate::js::convert::{js_ref, json_value, to_js};
-use js_sys::{Function, Promise};
-use serde::Serialize;
 use serde_json::{Map, Value};
-use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use web_sys::AbortSignal;
 
-// Resolves to true once `p` settles, or to false when `signal` aborts first. A function that
-// honours `ctx.signal` settles in the microtasks after the abort: it gets until the next task.
-#[wasm_bindgen(inline_js = r#"
-export function gh_settled_within(p, ms) {
-  return new Promise((res) => {
-    const timer = setTimeout(() => res(false), ms);
-    const settled = () => { clearTimeout(timer); res(true); };
-    p.then(settled, settled);
-  });
-}
-export function gh_settled_before_abort(p, signal) {
-  return new Promise((res) => {
-    const settled = () => res(true);
-    p.then(settled, settled);
-    const onAbort = () => setTimeout(() => res(false), 0);
-    if (signal.aborted) onAbort(); else signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-"#)]
-extern "C" {
-    fn gh_settled_before_abort(p: &Promise, signal: &web_sys::AbortSignal) -> Promise;
-    fn gh_settled_within(p: &Promise, ms: f64) -> Promise;
+/// A boxed future of this thread (wasm is single-threaded: nothing here is `Send`).
+pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// What a tool's executor and approval policy are told about the call.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    /// The provider's id of this call (the key of its decision).
+    pub call_id: String,
+    pub thread_id: String,
+    /// Aborted when the run is (an executor should stop; the policy is never given one).
+    pub signal: Option<AbortSignal>,
 }
 
+/// Runs a call: its inputs, its context; `Err` is the message the model sees as a
+/// `tool_error` result.
+pub type Execute = Rc<dyn Fn(Value, ToolContext) -> LocalFuture<Result<Value, String>>>;
+
+/// Decides whether a call needs a human: `Require(reason)`, `Allow`, or `Failed` (which gates
+/// it: a policy that cannot answer fails closed).
+pub type Policy = Rc<dyn Fn(Value, ToolContext) -> LocalFuture<PolicyVerdict>>;
+
+/// A tool: its definition and what runs it. Built with the Rust API's builder
+/// (`Tool::new`, `Tool::external`) or by the JS binding from a tool object.
 #[derive(Clone)]
-pub struct JsTool {
-    pub spec: ToolSpec,
-    pub execute: Option<Function>,
-    pub policy: Option<Function>,
+pub struct Tool {
+    pub(crate) spec: ToolSpec,
+    /// `None`: an external tool, answered with `submit_tool_results`.
+    pub(crate) execute: Option<Execute>,
+    pub(crate) policy: Option<Policy>,
+    /// The tool's own `approvalTimeout`: `None` takes the agent's default, `Some(None)` never
+    /// expires (resolved into `spec.approval_timeout` when the agent opens).
+    pub(crate) approval_timeout: Option<Option<u64>>,
 }
 
-/// The second argument of `execute` and `approvalPolicy`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ToolContext<'a> {
-    call_id: &'a str,
-    thread_id: &'a str,
-    #[serde(serialize_with = "js_ref", skip_serializing_if = "Option::is_none")]
-    signal: Option<&'a web_sys::AbortSignal>,
-}
-
-/// The value of a JS call that may return a Promise.
-pub(super) enum Answer {
-    Now(Result<JsValue, JsValue>),
-    /// A Promise that had not settled when `signal` aborted.
-    Abandoned(Promise),
-}
-
-/// Calls `f(a, b)`; a returned Promise is awaited until it settles or `signal` aborts,
-/// whichever comes first (a function that ignores the signal is not waited for).
-pub(super) async fn call_maybe_async(
-    f: &Function,
-    a: &JsValue,
-    b: &JsValue,
-    signal: Option<&web_sys::AbortSignal>,
-) -> Answer {
-    let ret = match f.call2(&JsValue::NULL, a, b) {
-        Ok(v) => v,
-        Err(e) => return Answer::Now(Err(e)),
-    };
-    let p = match ret.dyn_into::<Promise>() {
-        Ok(p) => p,
-        Err(v) => return Answer::Now(Ok(v)),
-    };
-    if let Some(signal) = signal {
-        let settled = JsFuture::from(gh_settled_before_abort(&p, signal)).await;
-        if settled.ok().and_then(|v| v.as_bool()) == Some(false) {
-            return Answer::Abandoned(p);
+impl Tool {
+    /// A tool from its definition and functions, as the bindings build it: `spec.external`
+    /// and `spec.has_policy` follow the functions given.
+    pub(crate) fn from_parts(
+        mut spec: ToolSpec,
+        execute: Option<Execute>,
+        policy: Option<Policy>,
+    ) -> Tool {
+        spec.external = execute.is_none();
+        spec.has_policy = policy.is_some();
+        Tool {
+            spec,
+            execute,
+            policy,
+            approval_timeout: None,
         }
     }
-    Answer::Now(JsFuture::from(p).await)
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
 }
 
-/// How a tool's `execute` ended.
+/// How a tool's execution ended.
 pub enum Execution {
     Settled(Result<Value, String>),
-    /// The run's signal aborted before it settled: its Promise.
-    Abandoned(Promise),
+    /// The run's signal aborted before it settled: the execution, still going.
+    Abandoned(LocalFuture<Result<Value, String>>),
 }
 
-/// A tool's return value as its outcome. `Err` carries the message the model will see in a
-/// `tool_error` result.
-fn outcome(r: Result<JsValue, JsValue>) -> Result<Value, String> {
-    let out = r.map_err(|e| describe(&e))?;
-    if let Some(s) = out.as_string() {
-        return Ok(Value::String(s));
-    }
-    json_value(&out).map_err(|e| format!("the tool returned a value that is not JSON: {e}"))
-}
-
-/// The outcome of an abandoned `execute` once it settles.
-pub async fn settled(p: Promise) -> Result<Value, String> {
-    outcome(JsFuture::from(p).await)
-}
-
-/// The outcome of an abandoned `execute` if it settles within `ms`.
-pub async fn settled_within(p: &Promise, ms: f64) -> Option<Result<Value, String>> {
-    let done = JsFuture::from(gh_settled_within(p, ms)).await;
-    if done.ok().and_then(|v| v.as_bool()) == Some(true) {
-        Some(settled(p.clone()).await)
-    } else {
-        None
-    }
-}
-
-/// Runs a tool.
+/// Runs a tool. The execution is awaited until it settles or `signal` aborts, whichever comes
+/// first (an executor that honours the signal settles in the microtasks after the abort: it
+/// gets until the next task).
 pub async fn execute(
-    tool: &JsTool,
+    tool: &Tool,
     call_id: &str,
     thread_id: &str,
     inputs: &Map<String, Value>,
-    signal: Option<&web_sys::AbortSignal>,
+    signal: Option<&AbortSignal>,
 ) -> Execution {
     let Some(f) = &tool.execute else {
         return Execution::Settled(Err(format!(
@@ -130,53 +90,48 @@ pub async fn execute(
             tool.spec.name
         )));
     };
-    let ctx = to_js(&ToolContext {
-        call_id,
-        thread_id,
-        signal,
-    });
-    match call_maybe_async(f, &to_js(inputs), &ctx, signal).await {
-        Answer::Now(r) => Execution::Settled(outcome(r)),
-        Answer::Abandoned(p) => Execution::Abandoned(p),
+    let ctx = ToolContext {
+        call_id: call_id.to_owned(),
+        thread_id: thread_id.to_owned(),
+        signal: signal.cloned(),
+    };
+    let mut running = f(Value::Object(inputs.clone()), ctx);
+    match signal {
+        None => Execution::Settled(running.await),
+        Some(signal) => match abort::before_abort(&mut running, signal).await {
+            Some(outcome) => Execution::Settled(outcome),
+            None => Execution::Abandoned(running),
+        },
     }
 }
 
-/// Asks a tool's approval policy. Anything but `true`, `false` or a string gates the call.
-/// `None` when `signal` aborted before the policy answered.
+/// The outcome of an abandoned execution if it settles within `ms`.
+pub async fn settled_within(
+    running: &mut LocalFuture<Result<Value, String>>,
+    ms: f64,
+) -> Option<Result<Value, String>> {
+    abort::within(running, ms).await
+}
+
+/// Asks a tool's approval policy. `None` when `signal` aborted before it answered.
 pub async fn verdict(
-    tool: &JsTool,
+    tool: &Tool,
     call_id: &str,
     thread_id: &str,
     inputs: &Map<String, Value>,
-    signal: Option<&web_sys::AbortSignal>,
+    signal: Option<&AbortSignal>,
 ) -> Option<PolicyVerdict> {
     let Some(f) = &tool.policy else {
         return Some(PolicyVerdict::Allow);
     };
-    let ctx = to_js(&ToolContext {
-        call_id,
-        thread_id,
+    let ctx = ToolContext {
+        call_id: call_id.to_owned(),
+        thread_id: thread_id.to_owned(),
         signal: None,
-    });
-    let inputs = to_js(inputs);
-    Some(match call_maybe_async(f, &inputs, &ctx, signal).await {
-        Answer::Abandoned(_) => return None,
-        Answer::Now(Ok(v)) => match (v.as_bool(), v.as_string()) {
-            (Some(true), _) => PolicyVerdict::Require(None),
-            (Some(false), _) => PolicyVerdict::Allow,
-            (_, Some(s)) => PolicyVerdict::Require(Some(s)),
-            _ => PolicyVerdict::Failed(format!("it returned {}", type_of(&v))),
-        },
-        Answer::Now(Err(e)) => PolicyVerdict::Failed(describe(&e)),
-    })
-}
-
-fn type_of(v: &JsValue) -> String {
-    v.js_typeof()
-        .as_string()
-        .unwrap_or_else(|| "an unknown value".into())
-}
-
-pub fn unknown_tool(name: &str) -> AgentError {
-    AgentError::InvalidConfig(format!("no tool named \"{name}\""))
+    };
+    let mut asking = f(Value::Object(inputs.clone()), ctx);
+    match signal {
+        None => Some(asking.await),
+        Some(signal) => abort::before_abort(&mut asking, signal).await,
+    }
 }

@@ -1,17 +1,16 @@
-//! The `Agent` class. Every method has one shape: its JS arguments are read into a params
-//! struct (`js::options`), the driver or the engine does the work, and a typed result
-//! (`js::results`) goes back through `to_js`; errors become `GatehouseError`s in `js::error`.
+//! The JS `Agent`: a binding over the Rust API's [`crate::agent::Agent`]. Every method has
+//! one shape: its JS arguments are read into a params struct (`js::options`) or the Rust
+//! API's types, the Rust API does the work, and its result goes back through `to_js`; errors
+//! become `GatehouseError`s in `js::error`.
 
+use crate::agent::{self, Input, Page};
+use crate::convert::{from_js, json_value, parse_json, to_js};
 use crate::driver::error::AgentError;
-use crate::driver::store::Store;
-use crate::driver::{self, Input, OpenOptions, RunOptions, Shared};
-use crate::engine::{Decisions, EngineError, Outcome, PolicyChange, ThreadStatus, ToolResults};
-use crate::js::convert::{from_js, json_value, parse_json, to_js};
+use crate::engine::{Decisions, EngineError, PolicyChange, ToolResults};
 use crate::js::error::{invalid_config, to_js_error};
-use crate::js::options::{self, HandleParams, MessagesParams, PolicyParams, Storage};
-use crate::js::results::{
-    AgentState, ByName, EffectivePolicy, HandleConflict, RunStatus, StopReason,
-};
+use crate::js::functions::listener;
+use crate::js::options::{self, HandleParams, MessagesParams, PolicyParams};
+use crate::js::results::{ByName, HandleConflict};
 use crate::store::StoreError;
 use crate::store::page::Rows;
 use js_sys::Promise;
@@ -21,7 +20,7 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
 pub struct Agent {
-    s: Shared,
+    a: agent::Agent,
 }
 
 fn err(e: AgentError) -> JsValue {
@@ -47,31 +46,20 @@ impl Agent {
     ) -> Promise {
         promise(async move {
             let o = options::parse(options).map_err(err)?;
-            let store = open_store(&o.storage).await?;
-            let s = driver::open(OpenOptions {
-                thread_id: o.thread_id,
-                store,
-                model: o.model,
-                instructions: o.instructions,
-                tools: o.tools,
-                config: o.config,
-                history_limit: o.history_limit,
-            })
-            .await
-            .map_err(err)?;
-            Ok(Agent { s }.into())
+            let a = agent::Agent::open(o).await.map_err(err)?;
+            Ok(Agent { a }.into())
         })
     }
 
     #[wasm_bindgen(getter, js_name = threadId)]
     pub fn thread_id(&self) -> String {
-        self.s.borrow().thread_id.clone()
+        self.a.thread_id()
     }
 
     /// How many messages the thread has.
     #[wasm_bindgen(getter, js_name = messageCount)]
     pub fn message_count(&self) -> f64 {
-        self.s.borrow().message_count as f64
+        self.a.message_count() as f64
     }
 
     /// Sends a user message and runs until the model answers or a tool call waits.
@@ -83,14 +71,8 @@ impl Agent {
     ) -> Promise {
         let input = message
             .as_string()
-            .ok_or_else(|| invalid_config("chat(message): the message must be a string"))
-            .and_then(|text| {
-                // Providers refuse empty turns; refuse it here, before anything is stored.
-                if text.trim().is_empty() {
-                    return Err(invalid_config("chat(message): the message is empty"));
-                }
-                Ok(Input::Message(text))
-            });
+            .map(Input::Message)
+            .ok_or_else(|| invalid_config("chat(message): the message must be a string"));
         self.run(input, options)
     }
 
@@ -133,7 +115,7 @@ impl Agent {
         #[wasm_bindgen(unchecked_param_type = "HandleBody")] body: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
     ) -> Promise {
-        let s = self.s.clone();
+        let a = self.a.clone();
         promise(async move {
             let body: HandleParams =
                 from_js(body).map_err(|e| invalid_config(format!("handle(body): {e}")))?;
@@ -141,7 +123,7 @@ impl Agent {
                 decisions_input(&d)?
             } else if let Some(r) = body.tool_results {
                 tool_results_input(&r)?
-            } else if let Some(text) = body.message.filter(|t| !t.trim().is_empty()) {
+            } else if let Some(text) = body.message {
                 Input::Message(text)
             } else {
                 return Err(invalid_config(
@@ -150,9 +132,9 @@ impl Agent {
             };
             let mut opts = options::run_options(options).map_err(err)?;
             opts.by = body.by.or(opts.by);
-            match driver::run(&s, input, &opts).await {
-                Ok(o) => Ok(state(&s, o)),
-                Err(e) if e.code() == "conflict" => Ok(to_js(&HandleConflict::Conflict {
+            match a.run(input, &opts).await {
+                Ok(state) => Ok(to_js(&state)),
+                Err(e) if e.is_conflict() => Ok(to_js(&HandleConflict::Conflict {
                     error: e.to_string(),
                 })),
                 Err(e) => Err(err(e)),
@@ -163,19 +145,19 @@ impl Agent {
     /// Entries of the last message whose approval is pending (synchronous: no I/O).
     #[wasm_bindgen(js_name = pendingTools, unchecked_return_type = "ToolEntry[]")]
     pub fn pending_tools(&self) -> JsValue {
-        to_js(&self.s.borrow().engine.pending_tools())
+        to_js(&self.a.pending_tools())
     }
 
     /// External calls waiting for `submitToolResults`.
     #[wasm_bindgen(js_name = pendingToolResults, unchecked_return_type = "ToolEntry[]")]
     pub fn pending_tool_results(&self) -> JsValue {
-        to_js(&self.s.borrow().engine.awaiting_results())
+        to_js(&self.a.pending_tool_results())
     }
 
     /// `"idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "running"`.
     #[wasm_bindgen(unchecked_return_type = "ThreadStatus")]
     pub fn status(&self) -> String {
-        driver::status(&self.s.borrow()).to_owned()
+        self.a.status().as_str().to_owned()
     }
 
     /// Calls `listener` after every change to the thread — by this agent, by another `Agent`
@@ -185,14 +167,17 @@ impl Agent {
     pub fn subscribe(
         &self,
         #[wasm_bindgen(unchecked_param_type = "(change: ThreadChange) => void")]
-        listener: js_sys::Function,
+        f: js_sys::Function,
     ) -> js_sys::Function {
-        driver::live::subscribe(&self.s, listener)
+        let sub = self.a.subscribe(listener(f, "subscribe()"));
+        Closure::<dyn FnMut()>::new(move || sub.cancel())
+            .into_js_value()
+            .unchecked_into()
     }
 
     #[wasm_bindgen(js_name = lastMessage, unchecked_return_type = "Message | null")]
     pub fn last_message(&self) -> JsValue {
-        to_js(&self.s.borrow().engine.tail())
+        to_js(&self.a.last_message())
     }
 
     /// The thread, oldest first. With `{ limit, beforeIndex }` one page of it (indexes are
@@ -223,18 +208,15 @@ impl Agent {
         name: String,
         #[wasm_bindgen(unchecked_param_type = "ToolPolicyUpdate")] policy: JsValue,
     ) -> Promise {
-        let s = self.s.clone();
+        let a = self.a.clone();
         promise(async move {
             let change: PolicyParams =
                 from_js(policy).map_err(|e| invalid_config(format!("setToolPolicy: {e}")))?;
-            let p = PolicyChange {
+            let change = PolicyChange {
                 enabled: change.enabled,
                 auto_approve: change.auto_approve,
-            }
-            .applied(&s.borrow().engine.state().policies, &name);
-            driver::run(&s, Input::SetPolicy(name, p), &RunOptions::default())
-                .await
-                .map_err(err)?;
+            };
+            a.set_tool_policy(&name, change).await.map_err(err)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -242,30 +224,21 @@ impl Agent {
     /// The effective policy of every tool in this thread: `{ [name]: { enabled, autoApprove } }`.
     #[wasm_bindgen(js_name = toolPolicies, unchecked_return_type = "Record<string, ToolPolicy>")]
     pub fn tool_policies(&self) -> JsValue {
-        let g = self.s.borrow();
-        let policies = &g.engine.state().policies;
-        let tools = g.engine.tools();
-        let effective = tools.iter().map(|t| {
-            let p = EffectivePolicy {
-                enabled: tools.is_enabled(t, policies),
-                auto_approve: tools.is_auto_approved(t, policies),
-            };
-            (t.name.as_str(), p)
-        });
-        to_js(&ByName(effective.collect()))
+        let policies = self.a.tool_policies();
+        to_js(&ByName(
+            policies
+                .iter()
+                .map(|(name, p)| (name.as_str(), p))
+                .collect(),
+        ))
     }
 
     /// Re-reads the thread from storage (after another tab changed it).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn refresh(&self) -> Promise {
-        let s = self.s.clone();
+        let a = self.a.clone();
         promise(async move {
-            if driver::running_here(&s.borrow()) || s.borrow().engine.is_running() {
-                return Err(err(AgentError::Engine(EngineError::Busy(
-                    "a run is in progress".into(),
-                ))));
-            }
-            driver::reload(&s).await.map_err(err)?;
+            a.refresh().await.map_err(err)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -276,8 +249,8 @@ impl Agent {
         #[wasm_bindgen(unchecked_optional_param_type = "StorageOptions")] storage: JsValue,
     ) -> Promise {
         promise(async move {
-            let store = open_store(&options::storage_options(storage).map_err(err)?).await?;
-            let list = driver::summaries(&store).await.map_err(err)?;
+            let storage = options::storage_options(storage).map_err(err)?;
+            let list = agent::Agent::list_threads(&storage).await.map_err(err)?;
             Ok(to_js(&list))
         })
     }
@@ -289,10 +262,13 @@ impl Agent {
     pub fn subscribe_threads(
         #[wasm_bindgen(unchecked_param_type = "StorageOptions | undefined")] storage: JsValue,
         #[wasm_bindgen(unchecked_param_type = "(change: ThreadListChange) => void")]
-        listener: js_sys::Function,
+        f: js_sys::Function,
     ) -> Result<js_sys::Function, JsValue> {
-        let s = options::storage_options(storage).map_err(err)?;
-        Ok(driver::live::subscribe_threads(&s.database, listener))
+        let storage = options::storage_options(storage).map_err(err)?;
+        let sub = agent::Agent::subscribe_threads(&storage, listener(f, "subscribeThreads()"));
+        Ok(Closure::<dyn FnMut()>::new(move || sub.cancel())
+            .into_js_value()
+            .unchecked_into())
     }
 
     /// Deletes a thread and its messages.
@@ -302,35 +278,30 @@ impl Agent {
         #[wasm_bindgen(unchecked_optional_param_type = "StorageOptions")] storage: JsValue,
     ) -> Promise {
         promise(async move {
-            let store = open_store(&options::storage_options(storage).map_err(err)?).await?;
-            store.delete(&thread_id).await.map_err(|e| err(e.into()))?;
-            driver::live::deleted(store.name(), &thread_id);
+            let storage = options::storage_options(storage).map_err(err)?;
+            agent::Agent::delete_thread(&thread_id, &storage)
+                .await
+                .map_err(err)?;
             Ok(JsValue::UNDEFINED)
         })
     }
 }
 
 impl Agent {
-    /// A page of stored rows (messages or audit records) as one JSON array.
+    /// A page of stored rows (messages or audit records) as one JSON array, parsed by JS.
     fn rows(&self, options: JsValue, kind: Rows) -> Promise {
         let method = kind.method();
-        let (store, thread) = {
-            let g = self.s.borrow();
-            (g.store.clone(), g.thread_id.clone())
-        };
+        let a = self.a.clone();
         promise(async move {
             let p: Option<MessagesParams> =
                 from_js(options).map_err(|e| invalid_config(format!("{method}(options): {e}")))?;
             let p = p.unwrap_or_default();
-            let limit = p
-                .limit
-                .map_or(u32::MAX, |n| n.clamp(0.0, u32::MAX as f64) as u32);
-            let before = p.before_index.map(|i| i.max(0.0) as u64 + 1);
-            let rows = store
-                .rows(kind, &thread, before, limit)
-                .await
-                .map_err(|e| err(e.into()))?;
-            parse_json(&crate::store::page::json_array(&rows)).ok_or_else(|| {
+            let page = Page {
+                limit: p.limit.map(|n| n.clamp(0.0, u32::MAX as f64) as u32),
+                before_index: p.before_index.map(|i| i.max(0.0) as u64),
+            };
+            let json = a.rows_json(kind, page).await.map_err(err)?;
+            parse_json(&json).ok_or_else(|| {
                 err(AgentError::Store(StoreError::Corrupt(format!(
                     "a stored row of {method}() is not JSON"
                 ))))
@@ -340,43 +311,13 @@ impl Agent {
 
     /// A run of `input` (or its error) with the caller's run options.
     fn run(&self, input: Result<Input, JsValue>, options: JsValue) -> Promise {
-        let s = self.s.clone();
+        let a = self.a.clone();
         promise(async move {
             let opts = options::run_options(options).map_err(err)?;
-            let outcome = driver::run(&s, input?, &opts).await.map_err(err)?;
-            Ok(state(&s, outcome))
+            let state = a.run(input?, &opts).await.map_err(err)?;
+            Ok(to_js(&state))
         })
     }
-}
-
-/// What a run resolves to: how it ended and the thread's last message.
-fn state(s: &Shared, outcome: Option<Outcome>) -> JsValue {
-    let g = s.borrow();
-    let status = match outcome {
-        Some(Outcome::Completed { .. }) => RunStatus::Completed,
-        Some(Outcome::AwaitingApproval) => RunStatus::AwaitingApproval,
-        Some(Outcome::AwaitingToolResults) => RunStatus::AwaitingToolResults,
-        None => match g.engine.status() {
-            ThreadStatus::AwaitingApproval => RunStatus::AwaitingApproval,
-            ThreadStatus::AwaitingToolResults => RunStatus::AwaitingToolResults,
-            ThreadStatus::Idle | ThreadStatus::Interrupted => RunStatus::Completed,
-        },
-    };
-    let max_steps = matches!(
-        outcome,
-        Some(Outcome::Completed {
-            max_steps_reached: true
-        })
-    );
-    to_js(&AgentState {
-        status,
-        message: g.engine.tail(),
-        stop_reason: max_steps.then_some(StopReason::MaxSteps),
-    })
-}
-
-async fn open_store(s: &Storage) -> Result<Store, JsValue> {
-    Store::open(s.kind, &s.database).await.map_err(err)
 }
 
 /// Decisions are JSON, checked here (`invalid_decision` otherwise).

@@ -1,11 +1,10 @@
 //! wasm-bindgen glue: the exported `Agent` class, its params and results, the TypeScript
-//! types, the single error conversion, and the conversions across the boundary.
+//! types, and the single error conversion. The conversions across the boundary are
+//! `crate::convert`'s, shared with the driver.
 
 pub mod agent;
-pub mod convert;
 pub mod error;
+mod functions;
 pub mod options;
 pub mod results;
 mod types;
-
-pub use agent::Agent;

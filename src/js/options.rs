@@ -2,14 +2,15 @@
 //! model, `{ signal, onEvent }` of the run methods, `storage` of the static helpers, and the
 //! bodies of `handle`, `messages` and `setToolPolicy`.
 
+use crate::agent::{Model, OpenOptions, Storage};
+use crate::convert::{from_js, js_object, json_value};
 use crate::driver::RunOptions;
 use crate::driver::error::AgentError;
 use crate::driver::events::Emitter;
-use crate::driver::model::ModelHandle;
 use crate::driver::store::StorageKind;
-use crate::driver::tools::JsTool;
-use crate::engine::{AllowedDecisions, EngineConfig, Setting, ToolSpec, check_tool_name};
-use crate::js::convert::{from_js, js_object, json_value};
+use crate::driver::tools::Tool;
+use crate::engine::{AllowedDecisions, Setting, ToolSpec};
+use crate::js::functions;
 use crate::providers::{ModelConfig, ModelParams, ProviderKind, RetryPolicy};
 use js_sys::Function;
 use serde::Deserialize;
@@ -17,17 +18,6 @@ use serde::de::{Deserializer, Error as _, Unexpected};
 use serde_json::Value;
 use wasm_bindgen::JsValue;
 use web_sys::AbortSignal;
-
-/// `Agent.open(options)`, checked.
-pub struct AgentOptions {
-    pub thread_id: String,
-    pub model: ModelHandle,
-    pub instructions: Option<String>,
-    pub tools: Vec<JsTool>,
-    pub storage: Storage,
-    pub config: EngineConfig,
-    pub history_limit: Option<u32>,
-}
 
 #[derive(Deserialize)]
 #[serde(
@@ -96,12 +86,6 @@ pub struct StorageParams {
     database: Option<String>,
 }
 
-/// Where a thread is stored.
-pub struct Storage {
-    pub kind: StorageKind,
-    pub database: String,
-}
-
 /// `{ signal, onEvent }` of chat / submitDecisions / submitToolResults / retry / handle.
 #[derive(Deserialize, Default)]
 #[serde(
@@ -120,51 +104,41 @@ fn bad(m: impl Into<String>) -> AgentError {
     AgentError::InvalidConfig(m.into())
 }
 
-pub fn parse(options: JsValue) -> Result<AgentOptions, AgentError> {
+/// `Agent.open(options)` as the Rust API's options (which `Agent::open` checks).
+pub fn parse(options: JsValue) -> Result<OpenOptions, AgentError> {
     let p: OpenParams = from_js(options).map_err(|e| bad(format!("Agent.open: {e}")))?;
-    if p.thread_id.trim().is_empty() {
-        return Err(bad("`threadId` is required (a non-empty string)"));
+    let mut o = OpenOptions::new(p.thread_id);
+    if let Some(m) = p.model {
+        o = o.model(model(m)?);
     }
-    let model = match p.model {
-        None => ModelHandle {
-            cfg: ModelConfig::new(ProviderKind::Demo, ""),
-            custom: None,
-            retry: RetryPolicy::default(),
-        },
-        Some(m) => model(m)?,
-    };
-    let default_timeout = approval_timeout("`approvalTimeout`", p.approval_timeout)?.flatten();
-    let mut tools: Vec<JsTool> = Vec::new();
+    if let Some(text) = p.instructions {
+        o = o.instructions(text);
+    }
+    if let Some(ms) = approval_timeout("`approvalTimeout`", p.approval_timeout)?.flatten() {
+        o = o.approval_timeout(ms);
+    }
     for t in p.tools.unwrap_or_default() {
-        let tool = tool(t, default_timeout)?;
-        if tools.iter().any(|x| x.spec.name == tool.spec.name) {
-            return Err(bad(format!("two tools are named \"{}\"", tool.spec.name)));
-        }
-        tools.push(tool);
+        o = o.tool(tool(t)?);
     }
-    let mut config = EngineConfig::default();
-    match p.max_steps {
-        None => {}
-        Some(n) if n >= 1.0 => config.max_steps = n.min(1000.0) as u32,
-        Some(_) => return Err(bad("`maxSteps` must be a number of at least 1")),
+    if let Some(n) = p.max_steps {
+        o = o.max_steps(at_least_one("maxSteps", n)?);
     }
-    let history_limit = match p.history_limit {
-        None => None,
-        Some(n) if n >= 1.0 => Some(n.min(u32::MAX as f64) as u32),
-        Some(_) => return Err(bad("`historyLimit` must be a number of at least 1")),
-    };
-    Ok(AgentOptions {
-        thread_id: p.thread_id,
-        model,
-        instructions: p.instructions,
-        tools,
-        storage: storage(p.storage.unwrap_or_default())?,
-        config,
-        history_limit,
-    })
+    if let Some(n) = p.history_limit {
+        o = o.history_limit(at_least_one("historyLimit", n)?);
+    }
+    Ok(o.storage(storage(p.storage.unwrap_or_default())))
 }
 
-fn model(m: JsValue) -> Result<ModelHandle, AgentError> {
+/// A count option: a number of at least 1 (larger ones are capped).
+fn at_least_one(what: &str, n: f64) -> Result<u32, AgentError> {
+    if n >= 1.0 {
+        Ok(n.min(u32::MAX as f64) as u32)
+    } else {
+        Err(bad(format!("`{what}` must be a number of at least 1")))
+    }
+}
+
+fn model(m: JsValue) -> Result<Model, AgentError> {
     let params: ModelParams = from_js(m.clone()).map_err(|e| bad(format!("`model`: {e}")))?;
     let extras: ModelExtras = from_js(m).map_err(|e| bad(format!("`model`: {e}")))?;
     let headers = match extras.headers.map(|h| json_value(&h)).transpose() {
@@ -183,16 +157,15 @@ fn model(m: JsValue) -> Result<ModelHandle, AgentError> {
     if let Some(n) = extras.max_retries {
         retry.max_retries = n.clamp(0.0, 10.0) as u32;
     }
-    Ok(ModelHandle {
-        cfg,
-        custom: extras.call,
-        retry,
-    })
+    let mut model = Model::from_config(cfg, retry);
+    if let Some(call) = extras.call {
+        model.0.custom = Some(functions::custom_model(call));
+    }
+    Ok(model)
 }
 
 /// One entry of `tools`.
-fn tool(t: ToolParams, default_timeout: Option<u64>) -> Result<JsTool, AgentError> {
-    check_tool_name(&t.name).map_err(bad)?;
+fn tool(t: ToolParams) -> Result<Tool, AgentError> {
     let json = |what: &str, v: Option<JsValue>| -> Result<Option<Value>, AgentError> {
         v.map(|v| json_value(&v))
             .transpose()
@@ -224,19 +197,18 @@ fn tool(t: ToolParams, default_timeout: Option<u64>) -> Result<JsTool, AgentErro
         spec.allowed_decisions = AllowedDecisions::from_json(&v)
             .map_err(|e| bad(format!("tool \"{}\": {e}", t.name)))?;
     }
-    spec.approval_timeout = approval_timeout(
+    let timeout = approval_timeout(
         &format!("tool \"{}\": `approvalTimeout`", t.name),
         t.approval_timeout,
-    )?
-    .unwrap_or(default_timeout);
+    )?;
     spec.approval_reason = t.approval_reason;
-    spec.external = t.execute.is_none();
-    spec.has_policy = t.approval_policy.is_some();
-    Ok(JsTool {
+    let mut tool = Tool::from_parts(
         spec,
-        execute: t.execute,
-        policy: t.approval_policy,
-    })
+        t.execute.map(functions::execute),
+        t.approval_policy.map(functions::policy),
+    );
+    tool.approval_timeout = timeout;
+    Ok(tool)
 }
 
 /// An `approvalTimeout`: whole milliseconds, at least 1, or `Infinity` (`Some(None)`: never,
@@ -252,32 +224,14 @@ fn approval_timeout(what: &str, ms: Option<f64>) -> Result<Option<Option<u64>>, 
     }
 }
 
-fn storage(p: StorageParams) -> Result<Storage, AgentError> {
-    let kind = match p.kind {
-        Some(k) => k,
-        None if has_indexed_db() => StorageKind::IndexedDb,
-        None => StorageKind::Memory,
-    };
-    if kind == StorageKind::IndexedDb && !has_indexed_db() {
-        return Err(bad(
-            "IndexedDB is not available here: use `storage: { kind: \"memory\" }`",
-        ));
-    }
-    Ok(Storage {
-        kind,
-        database: p.database.unwrap_or_else(|| "gatehouse".into()),
-    })
+fn storage(p: StorageParams) -> Storage {
+    Storage::of(p.kind, p.database)
 }
 
-/// `storage` of `listThreads` / `deleteThread`.
+/// `storage` of `listThreads` / `deleteThread` / `subscribeThreads`.
 pub fn storage_options(v: JsValue) -> Result<Storage, AgentError> {
     let p: Option<StorageParams> = from_js(v).map_err(|e| bad(format!("`storage`: {e}")))?;
-    storage(p.unwrap_or_default())
-}
-
-fn has_indexed_db() -> bool {
-    let g = js_sys::global();
-    js_sys::Reflect::get(&g, &"indexedDB".into()).is_ok_and(|v| !v.is_undefined() && !v.is_null())
+    Ok(storage(p.unwrap_or_default()))
 }
 
 /// The options of a run method.
@@ -286,7 +240,7 @@ pub fn run_options(v: JsValue) -> Result<RunOptions, AgentError> {
     let p = p.unwrap_or_default();
     Ok(RunOptions {
         signal: p.signal,
-        events: Emitter::new(p.on_event),
+        events: Emitter::new(p.on_event.map(functions::on_event)),
         by: p.by,
     })
 }

@@ -3,7 +3,7 @@
 use super::ownership::{LockProbe, Owner, judge};
 use super::record::ThreadRecord;
 use crate::engine::ThreadStatus;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A thread in a thread list.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -14,13 +14,13 @@ pub struct ThreadSummary {
     pub message_count: u64,
     pub created_at: f64,
     pub updated_at: f64,
-    pub status: SummaryStatus,
+    pub status: AgentStatus,
 }
 
 /// The values of `Agent.status()`: a thread list and an open agent say the same thing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SummaryStatus {
+pub enum AgentStatus {
     Idle,
     AwaitingApproval,
     AwaitingToolResults,
@@ -31,13 +31,25 @@ pub enum SummaryStatus {
     Running,
 }
 
-impl From<ThreadStatus> for SummaryStatus {
+impl AgentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Idle => "idle",
+            AgentStatus::AwaitingApproval => "awaiting_approval",
+            AgentStatus::AwaitingToolResults => "awaiting_tool_results",
+            AgentStatus::Interrupted => "interrupted",
+            AgentStatus::Running => "running",
+        }
+    }
+}
+
+impl From<ThreadStatus> for AgentStatus {
     fn from(s: ThreadStatus) -> Self {
         match s {
-            ThreadStatus::Idle => SummaryStatus::Idle,
-            ThreadStatus::AwaitingApproval => SummaryStatus::AwaitingApproval,
-            ThreadStatus::AwaitingToolResults => SummaryStatus::AwaitingToolResults,
-            ThreadStatus::Interrupted => SummaryStatus::Interrupted,
+            ThreadStatus::Idle => AgentStatus::Idle,
+            ThreadStatus::AwaitingApproval => AgentStatus::AwaitingApproval,
+            ThreadStatus::AwaitingToolResults => AgentStatus::AwaitingToolResults,
+            ThreadStatus::Interrupted => AgentStatus::Interrupted,
         }
     }
 }
@@ -52,7 +64,7 @@ impl ThreadSummary {
             Owner::Live(_)
         );
         let status = if running {
-            SummaryStatus::Running
+            AgentStatus::Running
         } else {
             record.status().into()
         };
@@ -104,16 +116,16 @@ mod tests {
         let status = |r: &ThreadRecord| ThreadSummary::new(r, LockProbe::Unsupported, 10.0).status;
         let mut r = record("t", 5.0);
         for (stored, listed) in [
-            (ThreadStatus::Idle, SummaryStatus::Idle),
+            (ThreadStatus::Idle, AgentStatus::Idle),
             (
                 ThreadStatus::AwaitingApproval,
-                SummaryStatus::AwaitingApproval,
+                AgentStatus::AwaitingApproval,
             ),
             (
                 ThreadStatus::AwaitingToolResults,
-                SummaryStatus::AwaitingToolResults,
+                AgentStatus::AwaitingToolResults,
             ),
-            (ThreadStatus::Interrupted, SummaryStatus::Interrupted),
+            (ThreadStatus::Interrupted, AgentStatus::Interrupted),
         ] {
             r.status = Some(stored.as_str().into());
             assert_eq!(status(&r), listed);
@@ -127,7 +139,7 @@ mod tests {
         // status tells it from an answered one.
         r.status = Some("interrupted".into());
         assert!(r.run.is_none() && r.pending_approvals == 0);
-        assert_eq!(status(&r), SummaryStatus::Interrupted);
+        assert_eq!(status(&r), AgentStatus::Interrupted);
     }
 
     #[test]
@@ -135,20 +147,20 @@ mod tests {
         let status = |r: &ThreadRecord| ThreadSummary::new(r, LockProbe::Unsupported, 10.0).status;
         let idle = record("t", 5.0);
         assert_eq!(idle.status, None);
-        assert_eq!(status(&idle), SummaryStatus::Idle);
+        assert_eq!(status(&idle), AgentStatus::Idle);
 
         let mut waiting = record("t", 5.0);
         waiting.run = Some(RunJournal::new(MessageId::from_number(1)));
-        assert_eq!(status(&waiting), SummaryStatus::AwaitingToolResults);
+        assert_eq!(status(&waiting), AgentStatus::AwaitingToolResults);
 
         let mut cut_off = waiting.clone();
         cut_off.run.as_mut().unwrap().started = Some("call_1".into());
-        assert_eq!(status(&cut_off), SummaryStatus::Interrupted);
+        assert_eq!(status(&cut_off), AgentStatus::Interrupted);
 
         // Pending approvals win over a run journal: a decision is what the thread needs.
         let mut gated = cut_off.clone();
         gated.pending_approvals = 2;
-        assert_eq!(status(&gated), SummaryStatus::AwaitingApproval);
+        assert_eq!(status(&gated), AgentStatus::AwaitingApproval);
     }
 
     #[test]
@@ -170,16 +182,16 @@ mod tests {
         assert!(needs_probe(&r));
         let status = |r: &ThreadRecord, probe| ThreadSummary::new(r, probe, 10.0).status;
         // A locked lease: the lock decides, whatever the expiry says.
-        assert_eq!(status(&r, LockProbe::Held), SummaryStatus::Running);
-        assert_eq!(status(&r, LockProbe::Free), SummaryStatus::AwaitingApproval);
+        assert_eq!(status(&r, LockProbe::Held), AgentStatus::Running);
+        assert_eq!(status(&r, LockProbe::Free), AgentStatus::AwaitingApproval);
         // Without Web Locks: the expiry decides.
         r.lease = lease(false, 20.0);
         assert!(!needs_probe(&r));
-        assert_eq!(status(&r, LockProbe::Unsupported), SummaryStatus::Running);
+        assert_eq!(status(&r, LockProbe::Unsupported), AgentStatus::Running);
         r.lease = lease(false, 9.0);
         assert_eq!(
             status(&r, LockProbe::Unsupported),
-            SummaryStatus::AwaitingApproval
+            AgentStatus::AwaitingApproval
         );
         r.lease = None;
         assert!(!needs_probe(&r));

@@ -37,7 +37,7 @@ fn error_message(e: serde_wasm_bindgen::Error) -> String {
     match JsValue::from(e).dyn_into::<js_sys::Error>() {
         Ok(e) => e.message().into(),
         // A getter of the caller's object threw.
-        Err(v) => crate::driver::fetch::describe(&v),
+        Err(v) => describe(&v),
     }
 }
 
@@ -92,7 +92,7 @@ pub fn json_value(v: &JsValue) -> Result<Value, String> {
         "null".to_owned()
     } else {
         js_sys::JSON::stringify(v)
-            .map_err(|e| crate::driver::fetch::describe(&e))?
+            .map_err(|e| describe(&e))?
             .as_string()
             .unwrap_or_else(|| "null".to_owned())
     };
@@ -140,4 +140,25 @@ fn from_json<T: DeserializeOwned>(json: &str) -> Result<T, String> {
             _ => text,
         }
     })
+}
+
+/// A readable description of any thrown JS value.
+pub fn describe(e: &JsValue) -> String {
+    if let Some(s) = e.as_string() {
+        return s;
+    }
+    let get = |k: &str| {
+        js_sys::Reflect::get(e, &k.into())
+            .ok()
+            .and_then(|v| v.as_string())
+    };
+    match (get("name"), get("message")) {
+        (Some(n), Some(m)) if !m.is_empty() => format!("{n}: {m}"),
+        (_, Some(m)) => m,
+        (Some(n), None) => n,
+        _ => js_sys::JSON::stringify(e)
+            .ok()
+            .and_then(|s| s.as_string())
+            .unwrap_or_else(|| "unknown error".into()),
+    }
 }

@@ -1,0 +1,369 @@
+//! The Rust API: an [`Agent`] on one thread, with the same calls, errors and guarantees as
+//! the JS `Agent` (which is a binding over this one; docs/design.md, "Layers").
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), gatehouse_agent::AgentError> {
+//! use gatehouse_agent::{Agent, Decision, Model, OpenOptions, Status, Tool};
+//! use serde_json::json;
+//!
+//! let schema = json!({ "type": "object", "properties": { "path": { "type": "string" } } });
+//! let delete_file = Tool::new("delete_file", "Delete a file", schema, |inputs, _ctx| async move {
+//!     Ok(json!({ "deleted": inputs["path"] }))
+//! })
+//! .require_approval();
+//! let model = Model::openai("https://my-app.example/llm/v1", "gpt-4o-mini");
+//! let agent = Agent::open(OpenOptions::new("thread_42").model(model).tool(delete_file)).await?;
+//! let state = agent.chat("Clean up the old logs").await?;
+//! if state.status == Status::AwaitingApproval {
+//!     let call = &agent.pending_tools()[0];
+//!     agent.submit_decisions([(call.call_id.clone(), Decision::Approve)]).await?;
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod options;
+mod tool;
+
+pub use options::{Model, OpenOptions, Storage};
+pub use tool::{NeedsApproval, ToolError};
+
+use crate::driver::error::AgentError;
+use crate::driver::live::{self, ThreadChange, ThreadListChange, ThreadsSubscription};
+use crate::driver::store::Store;
+use crate::driver::{self, RunOptions, Setup, Shared};
+use crate::engine::{
+    AuditRecord, Decision, Decisions, EngineError, Outcome, PolicyChange, ThreadStatus, ToolResults,
+};
+use crate::store::StoreError;
+use crate::store::page::{Rows, json_array};
+use crate::store::summary::{AgentStatus, ThreadSummary};
+use crate::thread::{Message, ToolEntry};
+use serde::Serialize;
+use serde_json::Value;
+use std::rc::{Rc, Weak};
+
+/// An agent on one thread. Cloning it gives another handle on the same agent.
+#[derive(Clone)]
+pub struct Agent {
+    s: Shared,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Completed,
+    AwaitingApproval,
+    AwaitingToolResults,
+}
+
+/// Why a completed run stopped, when it is not the model's own answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The run made `max_steps` model calls.
+    MaxSteps,
+}
+
+/// What a run resolves to: how it ended and the thread's last message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentState {
+    pub status: Status,
+    pub message: Option<Message>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
+}
+
+/// What starts a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// A user message (not empty).
+    Message(String),
+    Decisions(Decisions),
+    ToolResults(ToolResults),
+    /// Answers the last user message again, or finishes an interrupted run.
+    Retry,
+}
+
+/// One page of a thread's rows (`messages`, `audit`), oldest first: at most `limit` of them,
+/// ending before the row at 0-based position `before_index` (default: the newest).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Page {
+    pub limit: Option<u32>,
+    pub before_index: Option<u64>,
+}
+
+/// A tool's policy in this thread, the per-thread override applied to its defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EffectivePolicy {
+    pub enabled: bool,
+    pub auto_approve: bool,
+}
+
+/// A listener of [`Agent::subscribe`]; [`Subscription::cancel`] removes it (dropping the
+/// handle does not).
+pub struct Subscription {
+    s: Weak<std::cell::RefCell<driver::Session>>,
+    id: u32,
+}
+
+impl Subscription {
+    pub fn cancel(&self) {
+        if let Some(s) = self.s.upgrade() {
+            live::unsubscribe(&mut s.borrow_mut(), self.id);
+        }
+    }
+}
+
+impl Agent {
+    /// Opens (or creates) a thread: reads its record and tail only, and re-gates a tool call
+    /// whose execution was cut off by a closed page.
+    pub async fn open(options: OpenOptions) -> Result<Agent, AgentError> {
+        let (o, config) = options.checked()?;
+        let store = open_store(&o.storage).await?;
+        let s = driver::open(Setup {
+            thread_id: o.thread_id,
+            store,
+            model: o.model.0,
+            instructions: o.instructions,
+            tools: o.tools,
+            config,
+            history_limit: o.history_limit,
+        })
+        .await?;
+        Ok(Agent { s })
+    }
+
+    pub fn thread_id(&self) -> String {
+        self.s.borrow().thread_id.clone()
+    }
+
+    /// How many messages the thread has.
+    pub fn message_count(&self) -> u64 {
+        self.s.borrow().message_count
+    }
+
+    /// Runs `input` to its end: until the model answers, a call waits for a decision or an
+    /// external result, or `max_steps` model calls were made.
+    pub async fn run(&self, input: Input, options: &RunOptions) -> Result<AgentState, AgentError> {
+        let input = match input {
+            // Providers refuse empty turns: refused here, before anything is stored.
+            Input::Message(text) if text.trim().is_empty() => {
+                return Err(AgentError::InvalidConfig("the message is empty".into()));
+            }
+            Input::Message(text) => driver::Input::Message(text),
+            Input::Decisions(d) => driver::Input::Decisions(d),
+            Input::ToolResults(r) => driver::Input::ToolResults(r),
+            Input::Retry => driver::Input::Retry,
+        };
+        let outcome = driver::run(&self.s, input, options).await?;
+        Ok(self.state(outcome))
+    }
+
+    /// Sends a user message and runs until the model answers or a tool call waits.
+    pub async fn chat(&self, text: &str) -> Result<AgentState, AgentError> {
+        self.run(Input::Message(text.to_owned()), &RunOptions::default())
+            .await
+    }
+
+    /// Decisions on the calls waiting for approval, keyed by call id. Partial and revisable
+    /// until every gated call is decided; the last one runs the tools and calls the model.
+    pub async fn submit_decisions<K: Into<String>>(
+        &self,
+        decisions: impl IntoIterator<Item = (K, Decision)>,
+    ) -> Result<AgentState, AgentError> {
+        let d = Decisions::new(decisions.into_iter().map(|(k, d)| (k.into(), d)))?;
+        self.run(Input::Decisions(d), &RunOptions::default()).await
+    }
+
+    /// Outputs of external tools keyed by call id; partial submissions are kept.
+    pub async fn submit_tool_results<K: Into<String>>(
+        &self,
+        results: impl IntoIterator<Item = (K, Value)>,
+    ) -> Result<AgentState, AgentError> {
+        let r = ToolResults::new(results.into_iter().map(|(k, v)| (k.into(), v)))?;
+        self.run(Input::ToolResults(r), &RunOptions::default())
+            .await
+    }
+
+    /// Answers the last user message again after a failure, or finishes an interrupted run.
+    pub async fn retry(&self) -> Result<AgentState, AgentError> {
+        self.run(Input::Retry, &RunOptions::default()).await
+    }
+
+    /// Entries of the last message whose approval is pending. No I/O.
+    pub fn pending_tools(&self) -> Vec<ToolEntry> {
+        let g = self.s.borrow();
+        g.engine.pending_tools().into_iter().cloned().collect()
+    }
+
+    /// External calls waiting for `submit_tool_results`.
+    pub fn pending_tool_results(&self) -> Vec<ToolEntry> {
+        let g = self.s.borrow();
+        g.engine.awaiting_results().into_iter().cloned().collect()
+    }
+
+    /// What the thread is doing: `Running` while this agent or, as far as it knows, another
+    /// agent (another tab) runs it.
+    pub fn status(&self) -> AgentStatus {
+        driver::status(&self.s.borrow())
+    }
+
+    pub fn last_message(&self) -> Option<Message> {
+        self.s.borrow().engine.tail().cloned()
+    }
+
+    /// The thread's messages, oldest first: all of them, or one page read without loading
+    /// the rest.
+    pub async fn messages(&self, page: Page) -> Result<Vec<Message>, AgentError> {
+        let rows = self.rows(Rows::Messages, page).await?;
+        rows.iter()
+            .map(|r| r.message().map_err(AgentError::from))
+            .collect()
+    }
+
+    /// The thread's audit trail, oldest first, paged like `messages`: one record per gated
+    /// call, including what other tabs decided.
+    pub async fn audit(&self, page: Page) -> Result<Vec<AuditRecord>, AgentError> {
+        let rows = self.rows(Rows::Audit, page).await?;
+        rows.iter()
+            .map(|r| {
+                serde_json::from_str(&r.json).map_err(|e| {
+                    StoreError::Corrupt(format!("audit record {} is unreadable: {e}", r.seq)).into()
+                })
+            })
+            .collect()
+    }
+
+    /// A page of rows as one JSON array (what the JS binding hands to `JSON.parse`).
+    pub(crate) async fn rows_json(&self, kind: Rows, page: Page) -> Result<String, AgentError> {
+        Ok(json_array(&self.rows(kind, page).await?))
+    }
+
+    async fn rows(
+        &self,
+        kind: Rows,
+        page: Page,
+    ) -> Result<Vec<crate::store::MessageRow>, AgentError> {
+        let (store, thread) = {
+            let g = self.s.borrow();
+            (g.store.clone(), g.thread_id.clone())
+        };
+        let limit = page.limit.unwrap_or(u32::MAX);
+        // Rows are numbered from 1: the row at 0-based index i is seq i + 1.
+        let before = page.before_index.map(|i| i + 1);
+        Ok(store.rows(kind, &thread, before, limit).await?)
+    }
+
+    /// This thread's override of a tool's defaults; persisted with the thread, inherited by
+    /// no other thread.
+    pub async fn set_tool_policy(
+        &self,
+        name: &str,
+        change: PolicyChange,
+    ) -> Result<(), AgentError> {
+        let p = change.applied(&self.s.borrow().engine.state().policies, name);
+        driver::run(
+            &self.s,
+            driver::Input::SetPolicy(name.to_owned(), p),
+            &RunOptions::default(),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The effective policy of every tool in this thread, in the tools' order.
+    pub fn tool_policies(&self) -> Vec<(String, EffectivePolicy)> {
+        let g = self.s.borrow();
+        let policies = &g.engine.state().policies;
+        let tools = g.engine.tools();
+        tools
+            .iter()
+            .map(|t| {
+                let p = EffectivePolicy {
+                    enabled: tools.is_enabled(t, policies),
+                    auto_approve: tools.is_auto_approved(t, policies),
+                };
+                (t.name.clone(), p)
+            })
+            .collect()
+    }
+
+    /// Calls `listener` after every change to the thread: by this agent, by another agent
+    /// on it in this page, or by another tab.
+    pub fn subscribe(&self, listener: impl Fn(&ThreadChange) + 'static) -> Subscription {
+        let id = live::subscribe(&self.s, Rc::new(listener));
+        Subscription {
+            s: Rc::downgrade(&self.s),
+            id,
+        }
+    }
+
+    /// Re-reads the thread after another tab changed it. `busy` while a run is under way here.
+    pub async fn refresh(&self) -> Result<(), AgentError> {
+        let running = {
+            let g = self.s.borrow();
+            driver::running_here(&g) || g.engine.is_running()
+        };
+        if running {
+            return Err(EngineError::Busy("a run is in progress".into()).into());
+        }
+        driver::reload(&self.s).await
+    }
+
+    /// The threads of a database, newest first, from their records alone.
+    pub async fn list_threads(storage: &Storage) -> Result<Vec<ThreadSummary>, AgentError> {
+        driver::summaries(&open_store(storage).await?).await
+    }
+
+    /// Deletes a thread with its messages and audit trail; thread lists hear of it.
+    pub async fn delete_thread(thread_id: &str, storage: &Storage) -> Result<(), AgentError> {
+        let store = open_store(storage).await?;
+        store.delete(thread_id).await?;
+        live::deleted(store.name(), thread_id);
+        Ok(())
+    }
+
+    /// Calls `listener` whenever a thread of the database is created, changes status or is
+    /// deleted, in this page or another tab.
+    pub fn subscribe_threads(
+        storage: &Storage,
+        listener: impl Fn(&ThreadListChange) + 'static,
+    ) -> ThreadsSubscription {
+        live::subscribe_threads(&storage.database, Rc::new(listener))
+    }
+
+    /// The state a run leaves: its outcome, or (for a run that ended without a yield, such
+    /// as one that only wrote a policy) what the thread waits for.
+    fn state(&self, outcome: Option<Outcome>) -> AgentState {
+        let g = self.s.borrow();
+        let status = match outcome {
+            Some(Outcome::Completed { .. }) => Status::Completed,
+            Some(Outcome::AwaitingApproval) => Status::AwaitingApproval,
+            Some(Outcome::AwaitingToolResults) => Status::AwaitingToolResults,
+            None => match g.engine.status() {
+                ThreadStatus::AwaitingApproval => Status::AwaitingApproval,
+                ThreadStatus::AwaitingToolResults => Status::AwaitingToolResults,
+                ThreadStatus::Idle | ThreadStatus::Interrupted => Status::Completed,
+            },
+        };
+        let max_steps = matches!(
+            outcome,
+            Some(Outcome::Completed {
+                max_steps_reached: true
+            })
+        );
+        AgentState {
+            status,
+            message: g.engine.tail().cloned(),
+            stop_reason: max_steps.then_some(StopReason::MaxSteps),
+        }
+    }
+}
+
+async fn open_store(storage: &Storage) -> Result<Store, AgentError> {
+    Store::open(storage.kind()?, &storage.database).await
+}
