@@ -266,6 +266,7 @@ await scenario("the README's plain page with the ui kit", async (_, log) => {
       assert((await custom.innerText()).includes("bob@example.com"), "the card shows the call's inputs");
       await page.screenshot({ path: path.join(outDir, "react-1280.png") });
       await page.setViewportSize({ width: 390, height: 800 });
+      await custom.scrollIntoViewIfNeeded();
       await page.screenshot({ path: path.join(outDir, "react-390.png") });
       await page.setViewportSize({ width: 1280, height: 800 });
       await custom.getByText("Send it").click();
