@@ -39,11 +39,14 @@ check-wasm:
 pkg:
 	./scripts/build-pkg.sh
 
-# The .d.ts as users see it: a usage file, what must and must not compile (strict.ts), and every
-# golden JSON fixture, through tsc --strict; no wasm internals in any shipped .d.ts.
+# The .d.ts as users see it: a usage file, what must and must not compile (strict.ts), every
+# golden JSON fixture, and every complete example of the package README (readme-examples.mjs),
+# through tsc --strict; no wasm internals in any shipped .d.ts.
 test-types: pkg
 	node tests/types/gen-fixtures.mjs
 	npx tsc -p tests/types
+	node tests/types/readme-examples.mjs
+	npx tsc -p tests/types/generated/readme
 	node tests/types/check-codes.mjs
 	@if grep -lE 'wasm_bindgen__|__wbindgen|__wbg_' pkg/*.d.ts; then echo "wasm internals in the shipped types"; exit 1; fi
 	@echo "types: ok"

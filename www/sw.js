@@ -8,7 +8,7 @@
 // and, if any file changed (e.g. the SDK was rebuilt), replaces the cached copies and
 // tells the page, which offers a reload. The running page is never given a mix of files.
 
-const VERSION = 'gatehouse-demo-v3';
+const VERSION = 'gatehouse-demo-v4';
 const FILES = [
   './',
   './index.html',
@@ -26,10 +26,12 @@ const FILES = [
   '../pkg/ui/announcer.js',
   '../pkg/ui/cards.js',
   '../pkg/ui/chat-view.js',
+  '../pkg/ui/composer.js',
   '../pkg/ui/errors.js',
   '../pkg/ui/markdown.js',
   '../pkg/ui/message-list.js',
   '../pkg/ui/widget.js',
+  '../pkg/ui/element.js',
   '../pkg/ui/gatehouse.css',
   // The ui kit's dependencies, where the pages' import maps point.
   '../node_modules/marked/lib/marked.esm.js',

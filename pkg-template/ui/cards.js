@@ -15,7 +15,12 @@
 // - with `onDecideAll`, "Approve all" and "Deny all" when several calls wait (each only for
 //   the calls whose tool allows it); with `onAlwaysAllow`, "Always allow in this
 //   conversation" on a card (the app sets this thread's `autoApprove` for the tool, which its
-//   tools panel can revoke, and approves the call).
+//   tools panel can revoke, and approves the call);
+// - a tool with a renderer (`renderers[name]`) gets a card whose body the app draws; the
+//   card keeps its frame, its state and its error line, and the app's decide() goes through
+//   the same path as the default card's buttons;
+// - an error shows on the card it concerns: when `onDecide` rejects, or when the app says a
+//   decision failed elsewhere (`setErrors`, e.g. one made through the React hook).
 //
 // Everything that comes from the model, a tool or the user is written with textContent,
 // never as HTML. Enter never approves: the Approve button ignores the Enter key (Space and
@@ -81,8 +86,10 @@ function ignoreEnter(button) {
  * `allowedDecisions` and `parameters` are used); `labels` maps more tool names to display names.
  */
 export class ApprovalCards {
-  constructor({ onDecide, onDecideAll, onAlwaysAllow, labels = {}, tools = [] }) {
+  constructor({ onDecide, onDecideAll, onAlwaysAllow, labels = {}, tools = [], renderers = {} }) {
     this.onDecide = onDecide;
+    this.renderers = renderers; // tool name -> (entry, { el, decide, busy }) => void
+    this.errors = {}; // callId -> an error made elsewhere (setErrors)
     this.onDecideAll = onDecideAll;
     this.onAlwaysAllow = onAlwaysAllow;
     this.entries = [];
@@ -188,8 +195,13 @@ export class ApprovalCards {
     }
     entries.forEach((entry, i) => {
       let card = this.cards.get(entry.callId);
+      const custom = typeof this.renderers[entry.name] === 'function';
+      if (card && card.custom !== custom) {
+        card.el.remove();
+        card = null;
+      }
       if (!card) {
-        card = this.#build(entry);
+        card = custom ? this.#buildCustom(entry) : this.#build(entry);
         this.cards.set(entry.callId, card);
       }
       if (this.list.children[i] !== card.el) this.list.insertBefore(card.el, this.list.children[i] ?? null);
@@ -207,6 +219,29 @@ export class ApprovalCards {
         : `${entries.length - pending} of ${entries.length} decided. Nothing runs until all are decided; ` +
           'you can change a decision until then.';
     }
+  }
+
+  /** Shows errors of decisions made elsewhere (keyed by callId; `{}` clears them) on their cards. */
+  setErrors(errors = {}) {
+    this.errors = { ...errors };
+    for (const card of this.cards.values()) this.#patch(card, card.entry);
+  }
+
+  /** The tools whose cards the app draws: `{ [toolName]: (entry, { el, decide, busy }) => void }`. */
+  setRenderers(renderers = {}) {
+    this.renderers = renderers;
+    if (this.entries.length) this.update({ type: 'tool_call', tools: this.entries }, { busy: this.busy });
+  }
+
+  /** A card whose body the app's renderer draws into `parts.body`, called on every update. */
+  #buildCustom(entry) {
+    const parts = {};
+    parts.body = h('div', { class: 'gh-card-body' });
+    parts.error = h('p', { class: 'gh-card-error', role: 'alert', hidden: true });
+    const el = h('article', { class: 'gh-card gh-card-custom', dataset: { callId: entry.callId } }, parts.body, parts.error);
+    const card = { el, parts, entry, saving: false, form: null, custom: true };
+    card.decideFn = (decision) => this.#decide(card, decision);
+    return card;
   }
 
   #build(entry) {
@@ -302,8 +337,17 @@ export class ApprovalCards {
       parts.actions,
       parts.denyForm,
       parts.editForm);
-    const card = { el, parts, entry, saving: false, form: null };
+    const card = { el, parts, entry, saving: false, form: null, custom: false };
     return card;
+  }
+
+  /** The error a card shows: its own action's, else one made elsewhere. */
+  #patchError(card) {
+    const own = card.error;
+    const other = this.errors[card.entry.callId];
+    const text = own ?? (other ? `Could not save this decision: ${other?.message ?? other}` : null);
+    card.parts.error.textContent = text ?? '';
+    card.parts.error.hidden = !text;
   }
 
   #patch(card, entry) {
@@ -311,6 +355,15 @@ export class ApprovalCards {
     card.entry = entry;
     const state = entry.approval;
     card.el.dataset.state = state;
+    card.el.dataset.saving = String(card.saving);
+    this.#patchError(card);
+    if (card.custom) {
+      const render = this.renderers[entry.name];
+      if (typeof render === 'function') {
+        render(entry, { el: p.body, decide: card.decideFn, busy: this.busy || card.saving || state === 'expired' });
+      }
+      return;
+    }
     p.name.textContent = this.labels[entry.name] || entry.name;
     p.tech.textContent = this.labels[entry.name] && this.labels[entry.name] !== entry.name ? entry.name : '';
     const edited = state === 'approved' && entry.proposedInputs !== undefined;
@@ -383,8 +436,8 @@ export class ApprovalCards {
   }
 
   #showError(card, text) {
-    card.parts.error.textContent = text;
-    card.parts.error.hidden = false;
+    card.error = text;
+    this.#patchError(card);
   }
 
   /** Opens the deny form or the edit form in place of the card's buttons. */
@@ -419,7 +472,7 @@ export class ApprovalCards {
   async #alwaysAllow(card) {
     if (this.busy || card.saving) return;
     card.saving = true;
-    card.parts.error.hidden = true;
+    card.error = null;
     this.#patch(card, card.entry);
     try {
       await this.onAlwaysAllow(card.entry);
@@ -432,15 +485,17 @@ export class ApprovalCards {
   }
 
   async #decide(card, decision) {
-    if (this.busy || card.saving) return;
+    if (this.busy || card.saving) return false;
     card.saving = true;
-    card.parts.error.hidden = true;
+    card.error = null;
     this.#patch(card, card.entry);
     try {
       await this.onDecide(card.entry.callId, decision);
       if (card.form) this.#closeForm(card, { focus: false });
+      return true;
     } catch (e) {
       this.#showError(card, `Could not save this decision: ${e?.message ?? e}`);
+      return false;
     } finally {
       card.saving = false;
       if (card.el.isConnected) this.#patch(card, card.entry);

@@ -6,6 +6,7 @@
 
 import { Announcer } from './announcer.js';
 import { ApprovalCards, h, isSuspended } from './cards.js';
+import { Composer } from './composer.js';
 import { describeError, retryNote } from './errors.js';
 import { setMarkdown } from './markdown.js';
 import { MessageList, messageText } from './message-list.js';
@@ -16,15 +17,13 @@ function isGatehouseError(e) {
   return e && e.name === 'GatehouseError';
 }
 
-let hintIds = 0;
-
 export class ChatView {
   /**
    * @param {{ root: HTMLElement, tools?: object[], labels?: Record<string,string>, suggestions?: string[],
    *   intro?: string, onChange?: () => void, onBusy?: (busy: boolean) => void,
    *   onOpenSettings?: () => void }} o
    */
-  constructor({ root, tools = [], labels = {}, suggestions = [], intro = '', onChange, onBusy, onOpenSettings }) {
+  constructor({ root, tools = [], labels = {}, suggestions = [], intro = '', onChange, onBusy, onOpenSettings, renderers = {} }) {
     this.root = root;
     root.classList.add('gh-chat');
     this.suggestions = suggestions;
@@ -43,7 +42,7 @@ export class ChatView {
     this.announcer = new Announcer();
 
     this.cards = new ApprovalCards({
-      labels, tools,
+      labels, tools, renderers,
       onDecide: (id, d) => this.decide(id, d),
       onDecideAll: (decisions) => this.decideAll(decisions),
       onAlwaysAllow: (entry) => this.alwaysAllow(entry),
@@ -63,31 +62,13 @@ export class ChatView {
     this.scroller = h('div', { class: 'gh-log', role: 'region', tabindex: '0', 'aria-label': 'Conversation' },
       this.log.el, this.streamSlot, this.cards.el, this.banner);
 
-    this.input = h('textarea', {
-      class: 'gh-input', rows: '1', placeholder: 'Message the agent…', 'aria-label': 'Message',
-      maxlength: '20000',
-    });
-    this.sendBtn = h('button', { type: 'submit', class: 'gh-btn gh-primary gh-send' }, 'Send');
-    this.stopBtn = h('button', { type: 'button', class: 'gh-btn gh-stop', hidden: true, onclick: () => this.abort?.abort() }, 'Stop');
-    // The hint describes the message box (read when it takes focus); it is not live.
-    this.hint = h('p', { class: 'gh-hint', id: `gh-hint-${++hintIds}` });
-    this.input.setAttribute('aria-describedby', this.hint.id);
-    this.form = h('form', { class: 'gh-composer' },
-      h('div', { class: 'gh-composer-row' }, this.input, this.stopBtn, this.sendBtn), this.hint);
-    this.form.addEventListener('submit', (e) => {
-      e.preventDefault();
-      this.send();
-    });
-    this.input.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-        e.preventDefault(); // Enter sends only when sending is allowed; it never approves
-        if (this.canSend()) this.send();
-      }
-    });
-    this.input.addEventListener('input', () => {
-      this.#autosize();
-      this.updateControls();
-    });
+    this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.abort?.abort() });
+    // The composer's parts, by their names of old (the demo app focuses `view.input`).
+    this.input = this.composer.input;
+    this.sendBtn = this.composer.sendBtn;
+    this.stopBtn = this.composer.stopBtn;
+    this.hint = this.composer.hint;
+    this.form = this.composer.el;
     root.append(this.scroller, this.form, this.announcer.el);
     this.stick = true; // follow new content unless the reader scrolled up
     this.scroller.addEventListener('scroll', () => {
@@ -179,11 +160,6 @@ export class ChatView {
       !this.#awaitingResults() && this.input.value.trim().length > 0;
   }
 
-  #interrupted() {
-    const s = this.agent?.status();
-    return s === 'interrupted' || s === 'awaiting_tool_results';
-  }
-
   /** External tools wait for their results: no new message until they have them. After an
    *  interrupted run (Stop, a network error) a new message is accepted: one model call then
    *  answers it and the unanswered one. */
@@ -224,18 +200,16 @@ export class ChatView {
     text = text.trim();
     if (!text || !this.agent || this.busy || this.loading) return;
     if (isSuspended(this.tail) || this.#awaitingResults()) return; // locked: nothing is sent
-    this.input.value = '';
-    this.#autosize();
+    if (text === this.input.value.trim()) {
+      this.input.value = '';
+      this.composer.autosize();
+    }
     const res = await this.#run((opts) => this.agent.chat(text, opts), { scroll: true });
     if (!res.ok) {
       // Restore the text unless the SDK stored it (then it is in the thread, waiting for Retry).
       const tail = this.tail;
       const stored = tail && tail.role === 'user' && !tail.type && messageText(tail) === text;
-      if (!stored && !this.input.value) {
-        this.input.value = text;
-        this.#autosize();
-        this.updateControls();
-      }
+      if (!stored) this.composer.restore(text);
     }
     return res;
   }
@@ -348,6 +322,8 @@ export class ChatView {
     this.retryBtn.hidden = !retry;
     this.settingsBtn.hidden = !(text && settings && this.onOpenSettings);
     this.banner.dataset.retry = String(!!retry);
+    // A view with no thread and an error (the widget could not start) says so, not "Loading…".
+    this.composer?.update({ failed: !this.agent && !!text });
   }
 
   // ---------------------------------------------------------------- streaming events
@@ -472,31 +448,19 @@ export class ChatView {
   }
 
   updateControls() {
-    const pending = isSuspended(this.tail);
-    const interrupted = !!this.agent && this.#interrupted();
-    this.input.disabled = !this.agent || pending;
-    this.sendBtn.disabled = !this.canSend();
-    this.sendBtn.hidden = this.busy;
-    this.stopBtn.hidden = !this.busy;
-    this.form.dataset.locked = String(pending);
-    this.form.dataset.loading = String(!this.agent || this.loading);
-    this.form.dataset.busy = String(this.busy);
-    let hint;
-    if (!this.agent || this.loading) hint = 'Loading…';
-    else if (pending) hint = 'Approve or deny every action above to unlock the message box.';
-    else if (this.busy) hint = 'The agent is answering…';
-    else if (interrupted && this.#awaitingResults()) hint = 'Waiting for the results of tools the app runs.';
-    else if (interrupted) hint = 'Your last message has not been answered yet: Retry above, or send a new message.';
-    else hint = 'Enter to send, Shift+Enter for a new line.';
-    this.hint.textContent = hint;
-    this.input.placeholder = pending ? 'Waiting for your decision…' : 'Message the agent…';
+    const status = this.agent && !this.loading ? this.agent.status() : null;
+    this.composer.update({
+      ready: !!this.agent,
+      loading: this.loading,
+      pending: isSuspended(this.tail),
+      busy: this.busy,
+      interrupted: status === 'interrupted',
+      awaitingResults: status === 'awaiting_tool_results',
+      failed: !this.agent && !!this.error,
+    });
     this.cards.update(this.tail, { busy: this.busy || this.loading });
   }
 
-  #autosize() {
-    this.input.style.height = 'auto';
-    this.input.style.height = `${Math.min(this.input.scrollHeight, 200)}px`;
-  }
 
   #scrollToBottom(force) {
     if (force) this.stick = true;

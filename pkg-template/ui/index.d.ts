@@ -1,4 +1,5 @@
-// gatehouse-agent/ui: the approval cards, the chat view and the <gatehouse-chat> element.
+// gatehouse-agent/ui: the approval cards, the composer, the chat view and the <gatehouse-chat>
+// element (gatehouse-agent/ui/element). Importing it defines nothing.
 import type { Agent, DecisionKind, Message, Tool, ToolEntry } from "../gatehouse.js";
 
 /** True when `message` is a tool-call message with at least one entry waiting for a decision. */
@@ -22,6 +23,19 @@ export type CardDecision = "approve" | "reject" | ["reject", string] | ["edit", 
 /** The tool fields the cards read: the display name and the decisions a human may give. */
 export type ToolDisplay = Pick<Tool, "name"> & { label?: string; allowedDecisions?: readonly DecisionKind[] };
 
+/** What a per-tool card renderer gets besides the entry: the element to draw into (the card
+ *  keeps its frame, its state and its error line around it), `decide` (through the same path
+ *  as the default buttons: resolves to true when stored; a failure shows on the card) and
+ *  `busy` (a decision cannot be made now). */
+export interface CardRenderContext {
+  el: HTMLElement;
+  decide(decision: CardDecision): Promise<boolean>;
+  busy: boolean;
+}
+
+/** Draws the card of one tool's calls; called on every update of the cards. */
+export type CardRenderer = (entry: ToolEntry, context: CardRenderContext) => void;
+
 export interface ApprovalCardsOptions {
   /** Stores one decision; the card shows "Saving…" until it resolves and the error if it rejects. */
   onDecide(callId: string, decision: CardDecision): Promise<unknown>;
@@ -35,6 +49,8 @@ export interface ApprovalCardsOptions {
   tools?: readonly ToolDisplay[];
   /** More display names, by tool name. */
   labels?: Record<string, string>;
+  /** Cards the app draws, by tool name; other tools get the default card. */
+  renderers?: Record<string, CardRenderer>;
 }
 
 /** The approvals section: one card per gated entry of the thread's last message. */
@@ -50,7 +66,48 @@ export declare class ApprovalCards {
   update(message: Message | null | undefined, options?: { busy?: boolean }): void;
   /** Moves focus to the section heading (never to a button). */
   focus(): void;
+  /** Shows errors of decisions made elsewhere (e.g. through the React hook) on their cards,
+   *  keyed by callId; `{}` clears them. */
+  setErrors(errors: Record<string, Error | string>): void;
+  /** Replaces the per-tool renderers. */
+  setRenderers(renderers: Record<string, CardRenderer>): void;
 }
+
+/** What the thread is doing, as the composer shows it. */
+export interface ComposerState {
+  ready: boolean;
+  loading: boolean;
+  /** A call waits for a decision: the box is locked. */
+  pending: boolean;
+  /** A call runs: Stop instead of Send. */
+  busy: boolean;
+  interrupted: boolean;
+  awaitingResults: boolean;
+  /** The thread could not be opened. */
+  failed: boolean;
+}
+
+/** The message box: a textarea, Send (Stop while a call runs) and a hint saying why it is locked. */
+export declare class Composer {
+  constructor(options: { onSend(text: string): unknown; onStop?(): void });
+  /** The form element; put it in the page. */
+  readonly el: HTMLFormElement;
+  readonly input: HTMLTextAreaElement;
+  canSend(): boolean;
+  /** Sends the box's text (or `text`), emptying the box first. */
+  submit(text?: string): unknown;
+  /** Puts `text` back into the box, unless something was typed since. */
+  restore(text: string): void;
+  update(state?: Partial<ComposerState>): void;
+  focus(): void;
+}
+
+/** What the chat view says about a failed call: the text, "error" or "notice", and whether
+ *  the fix is in the model settings (a refused key). */
+export declare function describeError(
+  error: unknown,
+  options?: { canRetry?: boolean; offline?: boolean; hasSettings?: boolean },
+): { text: string; kind: "error" | "notice"; settings?: boolean };
 
 export interface ChatViewOptions {
   /** The element the view fills (it gets the class `gh-chat`). */
@@ -68,6 +125,8 @@ export interface ChatViewOptions {
   /** Opens the app's model settings: with it, a call the server refused (HTTP 401 or 403)
    *  shows "Open settings" in the error banner. */
   onOpenSettings?: () => void;
+  /** Cards the app draws, by tool name (see `ApprovalCardsOptions.renderers`). */
+  renderers?: Record<string, CardRenderer>;
 }
 
 /** The chat: the message log with streamed answers (as sanitized Markdown), the approval
@@ -77,6 +136,7 @@ export declare class ChatView {
   constructor(options: ChatViewOptions);
   readonly agent: Agent | null;
   readonly cards: ApprovalCards;
+  readonly composer: Composer;
   /** Shows this agent's thread (the view never disposes an agent). */
   setAgent(agent: Agent | null): Promise<void>;
   /** A thread is being opened: nothing can be sent until `setAgent`. */
@@ -98,15 +158,3 @@ export declare class ChatView {
   destroy(): void;
 }
 
-/** `<gatehouse-chat>`: attributes `thread-id`, `provider`, `base-url`, `model`, `database`,
- *  `tools` (URL of a module exporting `tools` and `suggestions`), `heading`, `instructions`. */
-export declare class GatehouseChat extends HTMLElement {
-  /** The open agent, or null while loading. */
-  readonly agent: Agent | null;
-}
-
-declare global {
-  interface HTMLElementTagNameMap {
-    "gatehouse-chat": GatehouseChat;
-  }
-}

@@ -1,8 +1,11 @@
-// gatehouse-agent/ui: the approval cards, the chat view and the <gatehouse-chat> custom
-// element, framework-free DOM, styled by gatehouse-agent/ui.css (custom properties for
-// theming). Importing this module defines <gatehouse-chat> unless the page defined one.
+// gatehouse-agent/ui: the approval cards, the composer, the chat view and the <gatehouse-chat>
+// custom element, framework-free DOM, styled by gatehouse-agent/ui.css (custom properties for
+// theming). Importing it has no side effect and brings no stylesheet into a bundle: the
+// <gatehouse-chat> element (which loads the stylesheet into its shadow root) is in
+// gatehouse-agent/ui/element, a module of its own.
 
 export { ApprovalCards, approvalEntries, isSuspended, prettyInputs, h } from './cards.js';
 export { ChatView } from './chat-view.js';
+export { Composer } from './composer.js';
 export { messageText } from './message-list.js';
-export { GatehouseChat } from './widget.js';
+export { describeError } from './errors.js';

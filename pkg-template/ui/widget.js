@@ -1,7 +1,8 @@
 // <gatehouse-chat>: the Gatehouse chat as an embeddable custom element (shadow DOM).
-// Importing gatehouse-agent/ui defines it (unless a <gatehouse-chat> is already defined).
+// Importing this module defines nothing: gatehouse-agent/ui/element (element.js) defines it
+// on import, or the app calls defineGatehouseChat() from gatehouse-agent/ui.
 //
-//   <script type="module" src="/node_modules/gatehouse-agent/ui/index.js"></script>
+//   <script type="module" src="/node_modules/gatehouse-agent/ui/element.js"></script>
 //   <gatehouse-chat thread-id="support" tools="/assistant-tools.js"></gatehouse-chat>
 //
 // Attributes (all optional except where noted):
@@ -20,8 +21,6 @@
 import init, { Agent } from '../gatehouse.js';
 import { ChatView } from './chat-view.js';
 import { h } from './cards.js';
-
-const STYLES = [new URL('./gatehouse.css', import.meta.url).href];
 
 export class GatehouseChat extends HTMLElement {
   static observedAttributes = ['thread-id', 'provider', 'base-url', 'model', 'database', 'tools', 'heading', 'instructions'];
@@ -58,7 +57,8 @@ export class GatehouseChat extends HTMLElement {
 
   #build() {
     const root = this.attachShadow({ mode: 'open' });
-    const links = STYLES.map((href) => h('link', { rel: 'stylesheet', href }));
+    // The stylesheet beside this module, loaded into the shadow root when an element is built.
+    const links = [h('link', { rel: 'stylesheet', href: new URL('./gatehouse.css', import.meta.url).href })];
     const loaded = Promise.all(links.map((l) => new Promise((r) => { l.onload = r; l.onerror = r; })));
     this.#title = h('span', { class: 'gh-widget-title' }, this.getAttribute('heading') || 'Assistant');
     this.#modelTag = h('span', { class: 'gh-widget-model' });
@@ -123,4 +123,9 @@ export class GatehouseChat extends HTMLElement {
   }
 }
 
-if (!customElements.get('gatehouse-chat')) customElements.define('gatehouse-chat', GatehouseChat);
+/** Defines `<gatehouse-chat>` (or `name`) unless the page already has an element of that name;
+ *  returns the class the name is defined with. */
+export function defineGatehouseChat(name = 'gatehouse-chat') {
+  if (!customElements.get(name)) customElements.define(name, name === 'gatehouse-chat' ? GatehouseChat : class extends GatehouseChat {});
+  return customElements.get(name);
+}

@@ -50,7 +50,7 @@ const call = (id, p) => ({ toolCalls: [{ id, name: 'delete_file', arguments: { p
 
 /** A tab of `context` with the app on `thread`; `errors` collects page errors and console
  *  errors and warnings (React reports its own problems there). */
-async function tab(context, { thread, db, sc }) {
+async function tab(context, { thread, db, sc, page: pageSize }) {
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
   const errors = [];
@@ -58,7 +58,7 @@ async function tab(context, { thread, db, sc }) {
   page.on('console', (m) => {
     if (m.type() === 'error' || m.type() === 'warning') errors.push(`console.${m.type()}: ${m.text()}`);
   });
-  const q = new URLSearchParams({ thread, db, base: `${sc.server}/s/${sc.id}/v1` });
+  const q = new URLSearchParams({ thread, db, base: `${sc.server}/s/${sc.id}/v1`, ...(pageSize ? { page: String(pageSize) } : {}) });
   await page.goto(`${h.url}/tests/browser/react/page.html?${q}`);
   await page.locator('#chat[data-ready="true"]').waitFor();
   return { page, errors };
@@ -255,4 +255,57 @@ test('unmount disposes the agent: later notices and calls never reach it', T, as
   assert.equal(p.disposes, 1);
   assert.deepEqual(p.lateCalls, [], 'no call on the disposed agent');
   assert.deepEqual([...a.errors, ...b.errors], []);
+});
+
+test('a decision the SDK refuses, made through the hook, shows on the kit card of that call', T, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const sc = await h.scenario([call('call_e', '/e'), { text: 'Deleted /e.' }]);
+  const { page, errors } = await tab(context, { thread: uid('t'), db: uid('db'), sc });
+  await send(page, 'delete /e');
+  const card = page.locator('#kit-cards .gh-card[data-call-id="call_e"]');
+  await card.waitFor();
+  // Not through the card: the app's own code calls the hook's decide with inputs the tool's
+  // schema refuses. It resolves (never rejects); `error` is set and the card shows it.
+  const result = await run(page, async () => String(await window.hook.decide({ call_e: ['edit', { path: 5 }] })));
+  assert.equal(result, 'undefined');
+  await page.locator('#chat[data-error="invalid_decision"]').waitFor();
+  const error = card.locator('.gh-card-error');
+  await error.waitFor();
+  assert.match(await error.innerText(), /^Could not save this decision: ./);
+  assert.equal(await card.getAttribute('data-state'), 'pending');
+  // The next decision clears it; this one, from the kit card, goes through the hook too.
+  await card.locator('.gh-approve').click();
+  await page.locator('#last', { hasText: 'Deleted /e.' }).waitFor();
+  await page.locator('#chat[data-error=""]').waitFor();
+  assert.deepEqual((await probe(page)).executed, ['/e']);
+  assert.deepEqual(errors, []);
+});
+
+test('messages: the newest page when the thread opens, live as it grows, loadOlder pages back', T, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const sc = await h.scenario([{ text: 'One.' }, { text: 'Two.' }, { text: 'Three.' }, { text: 'Four.' }]);
+  const args = { thread: uid('t'), db: uid('db'), sc, page: 2 };
+  const { page, errors } = await tab(context, args);
+  for (const [q, a] of [['1', 'One.'], ['2', 'Two.'], ['3', 'Three.']]) {
+    await send(page, q);
+    await page.locator('#messages li', { hasText: a }).waitFor();
+  }
+  const texts = () => page.locator('#messages li').allInnerTexts();
+  assert.deepEqual(await texts(), ['1', 'One.', '2', 'Two.', '3', 'Three.'], 'live: every message since the first page');
+  await page.reload();
+  await page.locator('#chat[data-ready="true"]').waitFor();
+  assert.deepEqual(await texts(), ['3', 'Three.'], 'after a reload: the newest page only');
+  await page.locator('#older').click();
+  await page.locator('#messages li', { hasText: 'Two.' }).waitFor();
+  await page.locator('#older').click();
+  await page.locator('#messages[data-has-older="false"]').waitFor();
+  assert.deepEqual(await texts(), ['1', 'One.', '2', 'Two.', '3', 'Three.']);
+  // Another tab adds a turn: it appears here, after the pages already read.
+  const other = await tab(context, args);
+  await send(other.page, '4');
+  await page.locator('#messages li', { hasText: 'Four.' }).waitFor({ timeout: 5_000 });
+  assert.deepEqual(await texts(), ['1', 'One.', '2', 'Two.', '3', 'Three.', '4', 'Four.']);
+  assert.deepEqual([...errors, ...other.errors], []);
 });

@@ -1,8 +1,12 @@
 // The subpath exports' declarations (pkg/react.d.ts, pkg/ui/index.d.ts), used as an app would,
 // under `tsc --strict` (make test-types); the @ts-expect-error lines must stay errors.
 import type { AgentState, ThreadSummary, ToolEntry } from "../../pkg/gatehouse.js";
-import { useAgent, useThreads, type UseAgent } from "../../pkg/react.js";
-import { ApprovalCards, ChatView, GatehouseChat, approvalEntries, isSuspended } from "../../pkg/ui/index.js";
+import type { GatehouseErrorCode, Message } from "../../pkg/gatehouse.js";
+import { ApprovalCards as Cards, ChatView as View, Composer as Box, Thread, useAgent, useThreads, type ApprovalRenderers, type UseAgent } from "../../pkg/react.js";
+import { ApprovalCards, ChatView, Composer, approvalEntries, isSuspended } from "../../pkg/ui/index.js";
+import { GatehouseChat, defineGatehouseChat } from "../../pkg/ui/element.js";
+// @ts-expect-error: the element is not in gatehouse-agent/ui (importing that must define nothing)
+import { defineGatehouseChat as define } from "../../pkg/ui/index.js";
 
 export function Chat(threadId: string): string {
   const a: UseAgent = useAgent({ threadId, storage: { database: "app" } });
@@ -18,7 +22,31 @@ export function Chat(threadId: string): string {
   // @ts-expect-error: useAgent needs a threadId
   useAgent({ storage: { database: "app" } });
   a.stop();
+  // The error is a GatehouseError, never unknown.
+  const code: GatehouseErrorCode | undefined = a.error?.code;
+  const failed: string[] = a.failedCalls;
+  const page: Message[] = a.messages;
+  void a.loadOlder();
+  const stored: Promise<boolean> = a.setToolPolicy("delete_file", { autoApprove: true });
+  // @ts-expect-error: a policy has no such field
+  void a.setToolPolicy("delete_file", { always: true });
+  void [code, failed, page, stored, a.hasOlder, a.toolPolicies.delete_file?.autoApprove, a.agent?.threadId, a.busy];
   return a.streamingText + (a.lastMessage?.role ?? "");
+}
+
+export function Components(chat: UseAgent) {
+  const renderers: ApprovalRenderers = {
+    delete_file: (call, decide, { busy }) => (busy ? null : String(call.inputs.path) + String(decide(["edit", { path: "/tmp" }]))),
+  };
+  // @ts-expect-error: decide takes a decision, not a map
+  const wrong: ApprovalRenderers = { t: (_call, decide) => String(decide({ x: "approve" })) };
+  return [
+    Thread({ chat, approvalRenderers: renderers, style: { flex: 1 } }),
+    View({ agent: chat.agent, suggestions: ["hi"] }),
+    Cards({ chat, alwaysAllow: false }),
+    Box({ chat }),
+    wrong,
+  ];
 }
 
 export function Sidebar(): ThreadSummary[] {
@@ -34,5 +62,10 @@ export async function mount(root: HTMLElement) {
   const cards = new ApprovalCards({ onDecide: (id, d) => view.decide(id, d) });
   cards.update(view.agent?.lastMessage());
   const widget: GatehouseChat = document.createElement("gatehouse-chat");
-  return [isSuspended(widget.agent?.lastMessage()), approvalEntries(null).length, cards.visible] as const;
+  const defined: typeof GatehouseChat = defineGatehouseChat("my-chat");
+  const box = new Composer({ onSend: (text) => view.send(text) });
+  box.update({ pending: true });
+  cards.setErrors({ call_1: "refused" });
+  new ApprovalCards({ onDecide: async () => {}, renderers: { t: (entry, { el, decide }) => { el.textContent = entry.name; void decide("approve"); } } });
+  return [isSuspended(widget.agent?.lastMessage()), approvalEntries(null).length, cards.visible, defined, define, box.el] as const;
 }

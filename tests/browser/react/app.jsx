@@ -6,12 +6,13 @@
 import React, { StrictMode, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { Agent } from 'gatehouse-agent';
-import { useAgent, useThreads } from 'gatehouse-agent/react';
+import { ApprovalCards, useAgent, useThreads } from 'gatehouse-agent/react';
 
 const params = new URLSearchParams(location.search);
 const threadId = params.get('thread');
 const database = params.get('db');
 const baseUrl = params.get('base');
+const pageSize = Number(params.get('page') ?? 50);
 
 const probe = {
   opens: [], disposes: 0, lateCalls: [], executed: [], streamed: [], effectRuns: 0, results: [],
@@ -59,7 +60,7 @@ const tools = [{
 const textOf = (m) => (m?.content ?? []).filter((b) => b.type === 'text').map((b) => b.content).join('');
 
 function Chat() {
-  const a = useAgent({ threadId, model: { provider: 'openai', baseUrl, model: 'gpt-test' }, storage, tools });
+  const a = useAgent({ threadId, model: { provider: 'openai', baseUrl, model: 'gpt-test' }, storage, tools, pageSize });
   window.hook = a;
   useEffect(() => { probe.effectRuns++; }, []);
   if (a.streamingText && probe.streamed.at(-1) !== a.streamingText) probe.streamed.push(a.streamingText);
@@ -88,6 +89,11 @@ function Chat() {
           </li>
         ))}
       </ul>
+      <ol id="messages" data-has-older={String(a.hasOlder)}>
+        {a.messages.map((m) => <li key={m.__id} data-id={m.__id} data-role={m.role}>{textOf(m)}</li>)}
+      </ol>
+      {a.hasOlder && <button type="button" id="older" onClick={a.loadOlder}>Earlier messages</button>}
+      <div id="kit-cards"><ApprovalCards chat={a} tools={tools} /></div>
       <form id="composer" onSubmit={send}>
         <input name="msg" aria-label="Message" disabled={!a.ready || a.pendingTools.length > 0} />
         <button type="submit">Send</button>
