@@ -1004,6 +1004,7 @@ fn merged_commits_rewrite_the_message_they_follow() {
         policies: Default::default(),
         status: ThreadStatus::Interrupted,
         audit: vec![audit(1, None), audit(2, None)],
+        request_size: None,
     };
     let next = Commit {
         replace_tail: Some(Message::user_text(MessageId::from_number(1), "a, edited")),
@@ -1012,6 +1013,7 @@ fn merged_commits_rewrite_the_message_they_follow() {
         policies: Default::default(),
         status: ThreadStatus::AwaitingToolResults,
         audit: vec![audit(2, Some(AuditOutcome::Ok)), audit(3, None)],
+        request_size: None,
     };
     let c = base.then(next);
     // One put per record, the later version of a record replacing the earlier.
