@@ -363,10 +363,11 @@ fn keys_of<T: DeserializeOwned>() -> &'static [&'static str] {
 /// The known key `key` is most likely a misspelling of: the nearest by edit distance,
 /// ignoring case, `_` and `-`, if it is near enough (a quarter of its length, at least 1).
 fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
-    let plain = |s: &str| -> Vec<char> {
-        s.chars()
-            .filter(|c| *c != '_' && *c != '-')
-            .flat_map(char::to_lowercase)
+    // ASCII case only: the keys are ASCII, and `char::to_lowercase` would link Unicode's tables.
+    let plain = |s: &str| -> Vec<u8> {
+        s.bytes()
+            .filter(|b| *b != b'_' && *b != b'-')
+            .map(|b| b.to_ascii_lowercase())
             .collect()
     };
     let key = plain(key);
@@ -379,7 +380,7 @@ fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
 }
 
 /// The Levenshtein distance of `a` and `b`.
-fn edit_distance(a: &[char], b: &[char]) -> usize {
+fn edit_distance(a: &[u8], b: &[u8]) -> usize {
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {
         let mut diagonal = row[0];
