@@ -842,19 +842,49 @@ fn per_thread_policies_replace_tool_defaults_both_ways() {
 
 #[test]
 fn a_new_thread_inherits_no_policy() {
-    let mut a = Harness::new(standard_tools());
-    a.engine
-        .set_tool_policy(
-            "delete_file",
-            ToolPolicy {
-                enabled: None,
-                auto_approve: Some(true),
-            },
-        )
-        .unwrap();
-    a.drive();
-    let b = Harness::new(standard_tools());
+    use gatehouse_agent::store::{MemoryStore, Writer};
+    // One agent's two threads: one store, one tool set. A policy set on one thread is that
+    // thread's alone, however the other is opened.
+    let db = MemoryStore::open("a_new_thread_inherits_no_policy");
+    let tools = ToolSet::new(standard_tools());
+    let open = |thread: &str| {
+        let mut h = Harness::new(standard_tools());
+        let state = db.load(thread, 0.0).unwrap().state();
+        h.engine = Engine::new(tools.clone(), EngineConfig::default(), state, 1);
+        h.tools = tools.clone();
+        h.script([
+            calls(vec![call("c1", "delete_file", json!({"path": "x"}))]),
+            answer("done"),
+        ]);
+        h
+    };
+    let mut a = open("a");
+    let auto = ToolPolicy {
+        enabled: None,
+        auto_approve: Some(true),
+    };
+    a.engine.set_tool_policy("delete_file", auto).unwrap();
+    while let Some(step) = a.engine.poll() {
+        let Step::Persist(c) = step else {
+            panic!("a policy change only writes")
+        };
+        let version = db.record("a", 0.0).version;
+        let w = Writer::new("agent", false, false, 0.0);
+        db.commit("a", version, &c, &w, 0.0).unwrap();
+    }
+    // Thread a, opened again, keeps it: its call runs without asking.
+    let mut a = open("a");
+    assert_eq!(a.chat("delete x").unwrap(), COMPLETED);
+    assert_eq!(a.executed.len(), 1);
+    // Thread b, opened from the same store with the same tools, asks.
+    let mut b = open("b");
     assert!(b.engine.state().policies.is_empty());
+    assert_eq!(b.chat("delete x").unwrap(), Some(Outcome::AwaitingApproval));
+    assert!(b.executed.is_empty());
+    assert_eq!(
+        b.tail_entry("c1").approval_state(),
+        Some(ApprovalState::Pending)
+    );
 }
 
 #[test]
@@ -1004,6 +1034,7 @@ fn merged_commits_rewrite_the_message_they_follow() {
         policies: Default::default(),
         status: ThreadStatus::Interrupted,
         audit: vec![audit(1, None), audit(2, None)],
+        request_size: None,
     };
     let next = Commit {
         replace_tail: Some(Message::user_text(MessageId::from_number(1), "a, edited")),
@@ -1012,6 +1043,7 @@ fn merged_commits_rewrite_the_message_they_follow() {
         policies: Default::default(),
         status: ThreadStatus::AwaitingToolResults,
         audit: vec![audit(2, Some(AuditOutcome::Ok)), audit(3, None)],
+        request_size: None,
     };
     let c = base.then(next);
     // One put per record, the later version of a record replacing the earlier.

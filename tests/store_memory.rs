@@ -22,6 +22,7 @@ fn append(msgs: Vec<Message>) -> Commit {
         policies: ToolPolicies::new(),
         status: ThreadStatus::Idle,
         audit: Vec::new(),
+        request_size: None,
     }
 }
 

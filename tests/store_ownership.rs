@@ -22,6 +22,7 @@ fn append(n: u64) -> Commit {
         policies: ToolPolicies::new(),
         status: ThreadStatus::Idle,
         audit: Vec::new(),
+        request_size: None,
     }
 }
 

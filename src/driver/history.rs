@@ -7,8 +7,8 @@ use super::error::AgentError;
 use super::{Session, Shared};
 use crate::providers::ToolDef;
 use crate::store::page::Rows;
-use crate::thread::context::{self, Selection, Sized};
-use crate::thread::{Message, window_start};
+use crate::thread::context::{self, RequestSize, Selection, Sized};
+use crate::thread::{Message, Role, window_start};
 
 /// Rows read by the first page; each next page reads twice as many, up to [`MAX_PAGE`].
 const FIRST_PAGE: u32 = 128;
@@ -25,6 +25,12 @@ pub struct History {
     full: bool,
     /// Rows the next page reads.
     page: u32,
+    /// The estimated size of the last request made from this history, until its answer is
+    /// written ([`History::answered`]).
+    sent: Option<u64>,
+    /// The size of the request behind the newest answer that recorded one (the record's at
+    /// first, then this view's): sizes that answer's [`Sized::sent`].
+    request: Option<RequestSize>,
 }
 
 impl History {
@@ -36,6 +42,8 @@ impl History {
             complete: g.message_count <= 1,
             full: false,
             page: FIRST_PAGE,
+            sent: None,
+            request: g.request_size.clone(),
         };
         if let Some(t) = g.engine.tail() {
             h.push(t.clone());
@@ -43,18 +51,40 @@ impl History {
         h
     }
 
+    fn size(&self, m: &Message, json_len: usize) -> Sized {
+        Sized {
+            sent: self.request.as_ref().and_then(|r| r.of(m)),
+            ..Sized::of(m, json_len)
+        }
+    }
+
     /// A message written after the tail (it becomes the tail).
     pub fn push(&mut self, m: Message) {
-        self.sized.push(Sized::of(&m, m.to_json_string().len()));
+        self.sized.push(self.size(&m, m.to_json_string().len()));
         self.messages.push(m);
     }
 
     /// The tail, rewritten in place.
     pub fn replace_tail(&mut self, m: Message) {
-        if let (Some(last), Some(size)) = (self.messages.last_mut(), self.sized.last_mut()) {
-            *size = Sized::of(&m, m.to_json_string().len());
+        let size = self.size(&m, m.to_json_string().len());
+        if let (Some(last), Some(s)) = (self.messages.last_mut(), self.sized.last_mut()) {
+            *s = size;
             *last = m;
         }
+    }
+
+    /// The size of the last request made from this history, if `append` (a commit's new
+    /// messages) holds its answer with the provider's count: to be recorded with it.
+    pub fn answered(&mut self, append: &[Message]) -> Option<RequestSize> {
+        let answer = append.iter().find(|m| m.role == Role::Assistant)?;
+        let tokens = self.sent.take()?;
+        answer.usage.filter(|u| u.input_tokens > 0)?;
+        let r = RequestSize {
+            answer: answer.id.as_str().to_owned(),
+            tokens,
+        };
+        self.request = Some(r.clone());
+        Some(r)
     }
 
     /// Forgets the `n` oldest messages: they did not fit.
@@ -83,7 +113,7 @@ impl History {
         let mut sized = Vec::with_capacity(older.capacity());
         for r in &rows {
             let m = r.message()?;
-            sized.push(Sized::of(&m, r.json.len()));
+            sized.push(self.size(&m, r.json.len()));
             older.push(m);
         }
         older.append(&mut self.messages);
@@ -179,5 +209,6 @@ pub async fn for_request(s: &Shared, fixed: u64) -> Result<History, AgentError> 
         let start = window_start(&h.messages, limit as usize);
         h.drop_front(start);
     }
+    h.sent = Some(fixed + h.sized.iter().map(|m| m.tokens).sum::<u64>());
     Ok(h)
 }

@@ -24,6 +24,7 @@ use crate::store::{
     Admission, LEASE_MS, Lease, LockAttempt, LockProbe, Owner, RENEW_MS, Snapshot, StoreError,
     Writer, admit, judge, must_recover,
 };
+use crate::thread::context::RequestSize;
 use error::AgentError;
 use events::Emitter;
 use model::ModelHandle;
@@ -57,6 +58,8 @@ pub struct Session {
     /// The newest messages that fit the model's window (or its latest `history_limit`),
     /// is called and then kept up to date by `persist`.
     history: Option<history::History>,
+    /// The record's `requestSize`: the context window's calibration (`history`).
+    request_size: Option<RequestSize>,
     running: bool,
     /// Runs started on this agent: a reload started outside a run gives way to a run that
     /// started while it read (see [`reload`]).
@@ -139,6 +142,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         tools: o.tools,
         history_limit: o.history_limit,
         history: None,
+        request_size: snap.record.request_size.clone(),
         running: false,
         runs: 0,
         leased: false,
@@ -220,6 +224,7 @@ fn take(g: &mut Session, snap: &Snapshot) {
     g.version = snap.record.version;
     g.message_count = snap.record.message_count;
     g.history = None;
+    g.request_size = snap.record.request_size.clone();
     expiry::rearm(g);
 }
 
@@ -774,6 +779,11 @@ async fn persist(
         (g.store.clone(), g.thread_id.clone(), g.version)
     };
     let mut commit = commit;
+    commit.request_size = s
+        .borrow_mut()
+        .history
+        .as_mut()
+        .and_then(|h| h.answered(&commit.append));
     let mut first = store.commit(&thread, version, &commit, writer, now()).await;
     if matches!(first, Err(StoreError::Quota(_))) && commit.shrink_results(UNSTORABLE_RESULT_LEN) {
         s.borrow_mut().engine.shrink_results(UNSTORABLE_RESULT_LEN);
@@ -786,6 +796,7 @@ async fn persist(
             g.version = record.version;
             g.message_count = record.message_count;
             g.leased = writer.lease.is_some();
+            g.request_size = record.request_size.clone();
             expiry::rearm(&mut g);
             if let Some(h) = &mut g.history {
                 if let Some(t) = &commit.replace_tail {

@@ -341,6 +341,7 @@ impl Engine {
             policies: self.state.policies.clone(),
             status,
             audit,
+            request_size: None,
         }));
     }
 

@@ -3,6 +3,7 @@
 
 use super::audit::{AuditRecord, OpenAudit};
 use super::tools::ToolPolicies;
+use crate::thread::context::RequestSize;
 use crate::thread::{Message, MessageId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -207,6 +208,10 @@ pub struct Commit {
     /// Audit records to store (put by `seq`, so a later version of a record replaces an
     /// earlier one): every open record of the journal, and those that ended in this step.
     pub audit: Vec<AuditRecord>,
+    /// The estimated size of the request behind an answer this commit appends, for the
+    /// context window's calibration. The engine leaves it `None`; the driver, which sized the
+    /// request, fills it in.
+    pub request_size: Option<RequestSize>,
 }
 
 impl Commit {
@@ -226,6 +231,7 @@ impl Commit {
         self.audit
             .retain(|a| next.audit.iter().all(|b| b.seq != a.seq));
         self.audit.extend(next.audit);
+        self.request_size = next.request_size.or(self.request_size);
         self
     }
 }

@@ -14,9 +14,9 @@ use crate::js::functions;
 use crate::providers::{ModelConfig, ModelParams, ProviderKind, RetryPolicy};
 use js_sys::Function;
 use serde::Deserialize;
-use serde::de::{Deserializer, Error as _, Unexpected};
+use serde::de::{DeserializeOwned, Deserializer, Error as _, Unexpected, Visitor};
 use serde_json::Value;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
 #[derive(Deserialize)]
@@ -30,8 +30,8 @@ struct OpenParams {
     #[serde(default, deserialize_with = "js_object")]
     model: Option<JsValue>,
     instructions: Option<String>,
-    tools: Option<Vec<ToolParams>>,
-    storage: Option<StorageParams>,
+    tools: Option<Vec<Strict<ToolParams>>>,
+    storage: Option<Strict<StorageParams>>,
     max_steps: Option<f64>,
     history_limit: Option<f64>,
     /// The `approvalTimeout` of tools that set none.
@@ -106,7 +106,7 @@ fn bad(m: impl Into<String>) -> AgentError {
 
 /// `Agent.open(options)` as the Rust API's options (which `Agent::open` checks).
 pub fn parse(options: JsValue) -> Result<OpenOptions, AgentError> {
-    let p: OpenParams = from_js(options).map_err(|e| bad(format!("Agent.open: {e}")))?;
+    let p: OpenParams = strict(options).map_err(|e| bad(format!("Agent.open: {e}")))?;
     let mut o = OpenOptions::new(p.thread_id);
     if let Some(m) = p.model {
         o = o.model(model(m)?);
@@ -117,7 +117,7 @@ pub fn parse(options: JsValue) -> Result<OpenOptions, AgentError> {
     if let Some(ms) = approval_timeout("`approvalTimeout`", p.approval_timeout)?.flatten() {
         o = o.approval_timeout(ms);
     }
-    for t in p.tools.unwrap_or_default() {
+    for Strict(t) in p.tools.unwrap_or_default() {
         o = o.tool(tool(t)?);
     }
     if let Some(n) = p.max_steps {
@@ -126,7 +126,7 @@ pub fn parse(options: JsValue) -> Result<OpenOptions, AgentError> {
     if let Some(n) = p.history_limit {
         o = o.history_limit(at_least_one("historyLimit", n)?);
     }
-    Ok(o.storage(storage(p.storage.unwrap_or_default())))
+    Ok(o.storage(storage(p.storage.map(|Strict(s)| s).unwrap_or_default())))
 }
 
 /// A count option: a number of at least 1 (larger ones are capped).
@@ -139,6 +139,11 @@ fn at_least_one(what: &str, n: f64) -> Result<u32, AgentError> {
 }
 
 fn model(m: JsValue) -> Result<Model, AgentError> {
+    check_keys(
+        &m,
+        &[keys_of::<ModelParams>(), keys_of::<ModelExtras>()].concat(),
+    )
+    .map_err(|e| bad(format!("`model`: {e}")))?;
     let params: ModelParams = from_js(m.clone()).map_err(|e| bad(format!("`model`: {e}")))?;
     let extras: ModelExtras = from_js(m).map_err(|e| bad(format!("`model`: {e}")))?;
     let headers = match extras.headers.map(|h| json_value(&h)).transpose() {
@@ -230,8 +235,119 @@ fn storage(p: StorageParams) -> Storage {
 
 /// `storage` of `listThreads` / `deleteThread` / `subscribeThreads`.
 pub fn storage_options(v: JsValue) -> Result<Storage, AgentError> {
-    let p: Option<StorageParams> = from_js(v).map_err(|e| bad(format!("`storage`: {e}")))?;
-    Ok(storage(p.unwrap_or_default()))
+    let p = match v.is_undefined() || v.is_null() {
+        true => StorageParams::default(),
+        false => strict(v).map_err(|e| bad(format!("`storage`: {e}")))?,
+    };
+    Ok(storage(p))
+}
+
+/// A params struct read from an object that may hold no key the struct does not know.
+/// serde-wasm-bindgen reads only the fields a struct names, so serde's `deny_unknown_fields`
+/// never sees another key: a misspelled option (`requireAproval`) would be ignored, and a
+/// call meant to be gated would run.
+struct Strict<T>(T);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Strict<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v: JsValue = serde_wasm_bindgen::preserve::deserialize(d)?;
+        strict(v).map(Strict).map_err(D::Error::custom)
+    }
+}
+
+/// `v` read into the params struct `T`, refusing a key `T` does not know.
+fn strict<T: DeserializeOwned>(v: JsValue) -> Result<T, String> {
+    check_keys(&v, keys_of::<T>())?;
+    from_js(v)
+}
+
+/// An own key of the object `v` (if it is one) that is not in `known`, with the known key it
+/// is most likely meant to be.
+fn check_keys(v: &JsValue, known: &[&str]) -> Result<(), String> {
+    let Some(obj) = v
+        .dyn_ref::<js_sys::Object>()
+        .filter(|_| !js_sys::Array::is_array(v))
+    else {
+        return Ok(()); // not an object: `from_js` says what it must be
+    };
+    for key in js_sys::Object::keys(obj)
+        .iter()
+        .filter_map(|k| k.as_string())
+    {
+        if !known.contains(&key.as_str()) {
+            return Err(match closest(&key, known) {
+                Some(k) => format!("unknown key `{key}` (did you mean `{k}`?)"),
+                None => format!("unknown key `{key}`; the keys are `{}`", known.join("`, `")),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The keys a params struct reads, as serde names them: the fields its derived `Deserialize`
+/// passes to `deserialize_struct`.
+fn keys_of<T: DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::value::Error;
+    struct Fields<'a>(&'a mut &'static [&'static str]);
+    impl<'de> Deserializer<'de> for Fields<'_> {
+        type Error = Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
+            Err(Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Error> {
+            *self.0 = fields;
+            Err(Error::custom("only its fields were asked for"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Fields(&mut fields));
+    fields
+}
+
+/// The known key `key` is most likely a misspelling of: the nearest by edit distance,
+/// ignoring case, `_` and `-`, if it is near enough (a quarter of its length, at least 1).
+fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    // ASCII case only: the keys are ASCII, and `char::to_lowercase` would link Unicode's tables.
+    let plain = |s: &str| -> Vec<u8> {
+        s.bytes()
+            .filter(|b| *b != b'_' && *b != b'-')
+            .map(|b| b.to_ascii_lowercase())
+            .collect()
+    };
+    let key = plain(key);
+    known
+        .iter()
+        .map(|k| (edit_distance(&key, &plain(k)), *k))
+        .min_by_key(|&(d, _)| d)
+        .filter(|&(d, k)| d <= (k.len() / 4).max(1))
+        .map(|(_, k)| k)
+}
+
+/// The Levenshtein distance of `a` and `b`.
+fn edit_distance(a: &[u8], b: &[u8]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// The options of a run method.

@@ -5,6 +5,7 @@
 use super::ownership::{Lease, Writer};
 use crate::engine::{Commit, RunJournal, ThreadState, ThreadStatus, ToolPolicies};
 use crate::thread::Message;
+use crate::thread::context::RequestSize;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -52,6 +53,13 @@ pub struct ThreadRecord {
     /// Absent while the thread has none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub audit_count: u64,
+    /// The estimated size of the request behind the newest answer that recorded one, for the
+    /// context window's calibration (docs/design.md, "The context window"). Bookkeeping, not
+    /// a change of shape: absent in older records, and a release that does not know it drops
+    /// it when it writes, which only costs the next request its calibration (it names its
+    /// answer, so it never applies to another).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_size: Option<RequestSize>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -75,6 +83,7 @@ impl ThreadRecord {
             status: None,
             lease: None,
             audit_count: 0,
+            request_size: None,
         }
     }
 
@@ -295,6 +304,9 @@ pub fn plan_commit(
     record.policies = commit.policies.clone();
     record.run = commit.run.clone();
     record.lease = writer.lease.clone();
+    if commit.request_size.is_some() {
+        record.request_size = commit.request_size.clone();
+    }
     let mut audit = Vec::with_capacity(commit.audit.len());
     for a in &commit.audit {
         record.audit_count = record.audit_count.max(a.seq);

@@ -4,10 +4,12 @@
 //! or why nothing fits.
 //!
 //! Tokens are estimated from JSON text (4 bytes a token, plus a few per message) and calibrated
-//! by what the provider reported: the newest message with `usage.input_tokens` says how many
-//! tokens the request that produced it really was, against the estimate of what it carried.
+//! by what the provider reported: the newest answer with `usage.input_tokens` says how many
+//! tokens the request that produced it really was, against the estimate of what that request
+//! carried ([`RequestSize`], recorded when it was sent).
 
 use super::message::{Message, MessageKind, Role};
+use serde::{Deserialize, Serialize};
 
 /// The window when neither the app nor the model name says (Neuron's documented default).
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 50_000;
@@ -16,9 +18,9 @@ pub const DEFAULT_CONTEXT_WINDOW: u64 = 50_000;
 const MESSAGE_OVERHEAD: u64 = 4;
 
 /// The calibration factor is kept within these bounds: a provider's count far outside them
-/// means the estimate describes another request (a different window, a cache), not a better
-/// count of this one. The lower bound is the tighter one: a count too low lets the window
-/// grow, and at worst it then holds twice what the estimate allows, never more.
+/// is not a better count of the text (a prompt cache, images, a provider that reports
+/// something else). The lower bound is the tighter one: a count too low lets the window grow,
+/// and at worst it then holds twice what the estimate allows, never more.
 const MIN_FACTOR: f64 = 0.5;
 const MAX_FACTOR: f64 = 4.0;
 
@@ -52,6 +54,9 @@ pub struct Sized {
     pub user_start: bool,
     /// The input tokens the provider reported for the request that produced it.
     pub input_tokens: Option<u64>,
+    /// The estimate of what that request carried (its fixed part and messages, at 1×), where
+    /// it was recorded ([`RequestSize`]).
+    pub sent: Option<u64>,
 }
 
 impl Sized {
@@ -61,7 +66,24 @@ impl Sized {
             tokens: estimate(json_len) + MESSAGE_OVERHEAD,
             user_start: m.role == Role::User && matches!(m.kind, MessageKind::Plain),
             input_tokens: m.usage.as_ref().map(|u| u.input_tokens).filter(|&n| n > 0),
+            sent: None,
         }
+    }
+}
+
+/// The estimated size of the request that produced the answer `answer` (a message id): what
+/// the calibration divides the provider's count by. Bookkeeping kept beside the thread (the
+/// stored record), not in the message JSON, whose shape is documented.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestSize {
+    pub answer: String,
+    pub tokens: u64,
+}
+
+impl RequestSize {
+    /// What `m` was sent with, if it is this request's answer.
+    pub fn of(&self, m: &Message) -> Option<u64> {
+        (m.id.as_str() == self.answer).then_some(self.tokens)
     }
 }
 
@@ -86,26 +108,26 @@ pub enum Selection {
 /// and the messages share `budget`: at the oldest user message from which everything fits,
 /// calibrated ([`factor`]).
 pub fn select(messages: &[Sized], complete: bool, fixed: u64, budget: u64) -> Selection {
-    let first = start_with(messages, complete, fixed, budget, 1.0);
-    let Selection::Start(start) = first else {
-        return first;
-    };
-    match factor(messages, start, fixed) {
-        Some(f) if f != 1.0 => start_with(messages, complete, fixed, budget, f),
-        _ => first,
-    }
+    start_with(
+        messages,
+        complete,
+        fixed,
+        budget,
+        factor(messages).unwrap_or(1.0),
+    )
 }
 
 /// The calibration factor: the provider's input tokens for the newest message that reports
-/// them, over the estimate of what that request carried (the fixed part — instructions and
-/// tools — and the messages before it from `start`), within [0.5, 4].
-pub fn factor(messages: &[Sized], start: usize, fixed: u64) -> Option<f64> {
-    let k = (start..messages.len())
+/// them and whose request's size was recorded, over that size, within [0.5, 4]. `None`
+/// without one: nothing else says what an earlier request carried (the window it was selected
+/// for may have been another), so the estimate is used as it is.
+pub fn factor(messages: &[Sized]) -> Option<f64> {
+    let m = messages
+        .iter()
         .rev()
-        .find(|&k| messages[k].input_tokens.is_some())?;
-    let reported = messages[k].input_tokens? as f64;
-    let estimated = fixed + messages[start..k].iter().map(|m| m.tokens).sum::<u64>();
-    (estimated > 0).then(|| (reported / estimated as f64).clamp(MIN_FACTOR, MAX_FACTOR))
+        .find(|m| m.input_tokens.is_some() && m.sent.is_some_and(|n| n > 0))?;
+    let (reported, sent) = (m.input_tokens? as f64, m.sent? as f64);
+    Some((reported / sent).clamp(MIN_FACTOR, MAX_FACTOR))
 }
 
 fn start_with(messages: &[Sized], complete: bool, fixed: u64, budget: u64, f: f64) -> Selection {
@@ -166,6 +188,7 @@ mod tests {
                 tokens,
                 user_start: c == 'u',
                 input_tokens: None,
+                sent: None,
             })
             .collect()
     }
