@@ -186,9 +186,7 @@ pub async fn for_request(s: &Shared, fixed: u64) -> Result<History, AgentError> 
                 break;
             }
             Selection::NeedMore => {
-                if let Err(e) = h.read_older(s).await {
-                    return Err(e);
-                }
+                h.read_older(s).await?;
             }
             Selection::Overflow {
                 tokens,

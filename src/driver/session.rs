@@ -1,0 +1,187 @@
+//! The session: an agent's view of its thread (opened, observed, reloaded) and what it tells
+//! about it (`status`, the thread list's summaries).
+
+use super::*;
+
+/// Opens a thread: reads its record and tail only, then re-gates a call whose execution was
+/// cut off by a closed page (docs/design.md, "The run journal") — unless a live run elsewhere owns it (docs/design.md,
+/// "Run ownership"). Never fails with `conflict`: a thread that moves on meanwhile is read again.
+pub async fn open(o: Setup) -> Result<Shared, AgentError> {
+    let snap = o.store.load(&o.thread_id, now()).await?;
+    let specs = o.tools.iter().map(|t| t.spec.clone()).collect();
+    let machine = (js_sys::Math::random() * 1024.0) as u64;
+    let engine = Engine::new(ToolSet::new(specs), o.config, snap.state(), machine);
+    let lock = locks::lock_name(o.store.name(), &o.thread_id);
+    let me = format!(
+        "agent_{:012x}",
+        (js_sys::Math::random() * 281_474_976_710_656.0) as u64
+    );
+    let session = Rc::new(RefCell::new(Session {
+        lock,
+        me,
+        thread_id: o.thread_id,
+        store: o.store,
+        engine,
+        version: snap.record.version,
+        others: None,
+        message_count: snap.record.message_count,
+        model: o.model,
+        instructions: o.instructions,
+        tools: o.tools,
+        history_limit: o.history_limit,
+        history: None,
+        request_size: snap.record.request_size.clone(),
+        running: false,
+        runs: 0,
+        leased: false,
+        refused: Vec::new(),
+        live: live::Live::default(),
+        expiry: expiry::Timer::default(),
+    }));
+    session.borrow_mut().expiry = expiry::Timer::new(Rc::downgrade(&session));
+    let name = session.borrow().lock.clone();
+    live::connect(&session, &name);
+    let mut snap = snap;
+    for _ in 0..3 {
+        let runs = session.borrow().runs;
+        let probe = observe(&session, &snap, runs).await;
+        let me = session.borrow().me.clone();
+        if !must_recover(&snap.record, &me, now(), probe) {
+            break;
+        }
+        match run(&session, Input::Recover, &RunOptions::default()).await {
+            // Read again and judge again: the thread moved on while we looked.
+            Err(e) if e.is_conflict() => {
+                let (store, thread) = {
+                    let g = session.borrow();
+                    (g.store.clone(), g.thread_id.clone())
+                };
+                snap = store.load(&thread, now()).await?;
+            }
+            // A live run elsewhere took it meanwhile: leave it to that run.
+            Err(e) if e.is_busy() => break,
+            Err(e) => return Err(e),
+            Ok(_) => break,
+        }
+    }
+    // Calls past their approval deadline expire now, before the app sees the thread; the
+    // timer takes the later ones. A failure here (the model call after the last expiry)
+    // leaves the thread as a failed run would: `retry` goes on.
+    let _ = expiry::expire_due(&session, &RunOptions::default()).await;
+    expiry::rearm(&mut session.borrow_mut());
+    Ok(session)
+}
+
+/// Takes `snap` as the view (when it is newer) and notes another agent's lease in it, asking
+/// the Web Lock whether that owner is alive. Returns what the lock said. Changes nothing if a
+/// run started since `runs` (the count of runs when `snap` was asked for).
+pub(super) async fn observe(s: &Shared, snap: &Snapshot, runs: u64) -> LockProbe {
+    let (lock, me) = {
+        let g = s.borrow();
+        (g.lock.clone(), g.me.clone())
+    };
+    let probe = match &snap.record.lease {
+        Some(l) if l.owner == me => LockProbe::Unsupported,
+        None if snap.record.run.as_ref().is_none_or(|r| r.started.is_none()) => {
+            LockProbe::Unsupported
+        }
+        _ => locks::probe(&lock).await,
+    };
+    let mut g = s.borrow_mut();
+    if g.runs != runs {
+        return probe;
+    }
+    if snap.record.version != g.version {
+        take(&mut g, snap);
+    }
+    g.others = snap
+        .record
+        .lease
+        .clone()
+        .filter(|l| l.owner != me)
+        .map(|l| {
+            let alive = matches!(judge(Some(&l), &me, now(), probe), Owner::Live(_));
+            (l, alive)
+        });
+    probe
+}
+
+/// The view becomes `snap`.
+pub(super) fn take(g: &mut Session, snap: &Snapshot) {
+    g.engine.reset(snap.state());
+    g.version = snap.record.version;
+    g.message_count = snap.record.message_count;
+    g.history = None;
+    g.request_size = snap.record.request_size.clone();
+    expiry::rearm(g);
+}
+
+/// True while another agent (another tab, or another `Agent` in this page) runs the thread,
+/// as far as this view knows.
+pub fn running_elsewhere(s: &Session) -> bool {
+    match &s.others {
+        Some((l, alive)) if l.locked => *alive,
+        Some((l, _)) => l.until > now(),
+        None => false,
+    }
+}
+
+/// The summaries of a database's threads, newest first (docs/design.md, "Run ownership": a
+/// thread is "running" while a live agent holds it).
+pub async fn summaries(store: &Store) -> Result<Vec<ThreadSummary>, AgentError> {
+    let mut records = store.list().await?;
+    summary::newest_first(&mut records);
+    let mut out = Vec::with_capacity(records.len());
+    for r in &records {
+        let probe = if summary::needs_probe(r) {
+            locks::probe(&locks::lock_name(store.name(), &r.id)).await
+        } else {
+            LockProbe::Unsupported
+        };
+        out.push(ThreadSummary::new(r, probe, now()));
+    }
+    Ok(out)
+}
+
+/// `agent.status()`: "running" while this agent or, as far as this view knows, another one
+/// runs the thread; else the engine's status of the view.
+pub fn status(s: &Session) -> AgentStatus {
+    if running_here(s) || running_elsewhere(s) {
+        return AgentStatus::Running;
+    }
+    s.engine.status().into()
+}
+
+/// Whether this agent is running a call now.
+pub fn running_here(s: &Session) -> bool {
+    s.running
+}
+
+/// Re-reads the thread (record and tail), drops any cached history, and asks the Web Lock
+/// whether another agent's run is alive.
+pub async fn reload(s: &Shared) -> Result<(), AgentError> {
+    let (store, thread, runs) = {
+        let g = s.borrow();
+        (g.store.clone(), g.thread_id.clone(), g.runs)
+    };
+    let snap = store.load(&thread, now()).await?;
+    // A run that started while this read (a live notice's or `refresh()`'s reload) owns the
+    // view now: its input was applied to it, and its admission reads the record itself.
+    if s.borrow().runs != runs {
+        return Ok(());
+    }
+    take(&mut s.borrow_mut(), &snap);
+    observe(s, &snap, runs).await;
+    Ok(())
+}
+
+/// The definitions of the tools offered to the model now.
+pub(super) fn tool_defs(g: &Session) -> Vec<ToolDef> {
+    g.engine
+        .offered_tools()
+        .map(|t| {
+            ToolDef::new(t.name.clone(), t.description.as_deref(), t.schema.clone())
+                .with_extra(&t.extra)
+        })
+        .collect()
+}

@@ -1,0 +1,256 @@
+//! The step loop: the engine's steps carried out against the model, the tools and the store,
+//! each write durable before the next step.
+
+use super::admission::{Admit, Ownership};
+use super::*;
+
+/// How `drive` ended.
+pub(super) enum Ended {
+    Done(Option<Outcome>),
+    /// The caller aborted while this call's `execute` had not settled: the execution.
+    Detached(String, tools::LocalFuture<Result<Value, String>>),
+}
+
+/// A future behind a pointer: `drive`'s state machine then holds a box, not the callee's
+/// whole state, and the callee's poll is compiled once, out of line.
+pub(super) fn boxed<'a, T>(
+    f: impl std::future::Future<Output = T> + 'a,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>> {
+    Box::pin(f)
+}
+
+pub(super) async fn drive(
+    s: &Shared,
+    opts: &RunOptions,
+    owner: &Ownership,
+) -> Result<Ended, AgentError> {
+    let ev = &opts.events;
+    loop {
+        let step = s.borrow_mut().engine.poll();
+        if !matches!(step, Some(Step::Persist(_))) {
+            boxed(owner.admit_by_read(s)).await?;
+        }
+        let Some(step) = step else {
+            return Ok(Ended::Done(None));
+        };
+        match step {
+            Step::Persist(commit) => {
+                let keep = !s.borrow().engine.run_ends_after_write();
+                let writer = Writer::new(&owner.me, owner.lock_held, keep, now());
+                boxed(persist(s, commit, &writer, ev, &owner.admission)).await?
+            }
+            Step::CallModel => {
+                if opts.signal.as_ref().is_some_and(AbortSignal::aborted) {
+                    s.borrow_mut().engine.model_failed();
+                    return Err(AgentError::Aborted);
+                }
+                let (handle, instructions, defs) = {
+                    let g = s.borrow();
+                    (g.model.clone(), g.instructions.clone(), tool_defs(&g))
+                };
+                let fixed = history::fixed_tokens(instructions.as_deref(), &defs);
+                let history = match boxed(history::for_request(s, fixed)).await {
+                    Ok(h) => h,
+                    Err(e) => {
+                        s.borrow_mut().engine.model_failed();
+                        return Err(e);
+                    }
+                };
+                let out = boxed(model::call(
+                    &handle,
+                    instructions.as_deref(),
+                    &history.messages,
+                    &defs,
+                    opts.signal.as_ref(),
+                    ev,
+                ))
+                .await;
+                s.borrow_mut().history = Some(history);
+                match out {
+                    Ok(out) => s.borrow_mut().engine.model_output(out, now() as u64)?,
+                    Err(e) => {
+                        s.borrow_mut().engine.model_failed();
+                        return Err(e);
+                    }
+                }
+            }
+            Step::EvaluatePolicies(queries) => {
+                let mut verdicts = Vec::with_capacity(queries.len());
+                for q in queries {
+                    let (tool, thread) = {
+                        let g = s.borrow();
+                        (
+                            g.tools.iter().find(|t| t.spec.name == q.tool).cloned(),
+                            g.thread_id.clone(),
+                        )
+                    };
+                    let v = match tool {
+                        Some(t) => {
+                            match boxed(tools::verdict(
+                                &t,
+                                &q.call_id,
+                                &thread,
+                                &q.inputs,
+                                opts.signal.as_ref(),
+                            ))
+                            .await
+                            {
+                                Some(v) => v,
+                                // Aborted while the policy had not answered: nothing of the
+                                // model's answer is written; `retry` asks the model again.
+                                None => {
+                                    s.borrow_mut().engine.stop();
+                                    return Err(AgentError::Aborted);
+                                }
+                            }
+                        }
+                        None => PolicyVerdict::Failed("the tool is gone".into()),
+                    };
+                    verdicts.push((q.call_id, v));
+                }
+                s.borrow_mut()
+                    .engine
+                    .policy_verdicts(verdicts, now() as u64)?;
+            }
+            Step::RunTool(inv) => {
+                if opts.signal.as_ref().is_some_and(AbortSignal::aborted) {
+                    s.borrow_mut().engine.cancel_tool(&inv.call_id)?;
+                    let _ = Box::pin(drive(s, &RunOptions::default(), owner)).await;
+                    return Err(AgentError::Aborted);
+                }
+                let (tool, thread) = {
+                    let g = s.borrow();
+                    let tool = g.tools.iter().find(|t| t.spec.name == inv.tool).cloned();
+                    (tool, g.thread_id.clone())
+                };
+                let outcome = match tool {
+                    Some(t) => {
+                        match boxed(tools::execute(
+                            &t,
+                            &inv.call_id,
+                            &thread,
+                            &inv.inputs,
+                            opts.signal.as_ref(),
+                        ))
+                        .await
+                        {
+                            tools::Execution::Settled(outcome) => outcome,
+                            // Aborted while `execute` had not settled: it may still take
+                            // effect. `run` decides what happens to it.
+                            tools::Execution::Abandoned(pending) => {
+                                return Ok(Ended::Detached(inv.call_id, pending));
+                            }
+                        }
+                    }
+                    None => Err(format!("the tool \"{}\" is not available", inv.tool)),
+                };
+                if ev.enabled() {
+                    ev.emit(&Event::ToolResult {
+                        call_id: Cow::Borrowed(&inv.call_id),
+                        name: Cow::Borrowed(&inv.tool),
+                        ok: outcome.is_ok(),
+                        result: match &outcome {
+                            Ok(v) => Cow::Borrowed(v),
+                            Err(m) => Cow::Owned(Value::String(m.clone())),
+                        },
+                    });
+                }
+                s.borrow_mut()
+                    .engine
+                    .tool_outcome(&inv.call_id, outcome, now() as u64)?;
+            }
+            Step::Yield(outcome) => {
+                if ev.enabled() {
+                    let g = s.borrow();
+                    ev.emit(&Event::finished(outcome, g.engine.tail()));
+                }
+                return Ok(Ended::Done(Some(outcome)));
+            }
+        }
+    }
+}
+
+/// Results longer than this are replaced by a short error result when the storage quota
+/// refuses a write that holds them (the tool ran: it must not look interrupted).
+pub(super) const UNSTORABLE_RESULT_LEN: usize = 1024;
+
+pub(super) async fn persist(
+    s: &Shared,
+    commit: crate::engine::Commit,
+    writer: &Writer,
+    ev: &Emitter,
+    admission: &Cell<Admit>,
+) -> Result<(), AgentError> {
+    let (store, thread, version) = {
+        let g = s.borrow();
+        (g.store.clone(), g.thread_id.clone(), g.version)
+    };
+    let mut commit = commit;
+    commit.request_size = s
+        .borrow_mut()
+        .history
+        .as_mut()
+        .and_then(|h| h.answered(&commit.append));
+    let mut first = store.commit(&thread, version, &commit, writer, now()).await;
+    if matches!(first, Err(StoreError::Quota(_))) && commit.shrink_results(UNSTORABLE_RESULT_LEN) {
+        s.borrow_mut().engine.shrink_results(UNSTORABLE_RESULT_LEN);
+        first = store.commit(&thread, version, &commit, writer, now()).await;
+    }
+    match first {
+        Ok(record) => {
+            admission.set(Admit::Done);
+            let mut g = s.borrow_mut();
+            g.version = record.version;
+            g.message_count = record.message_count;
+            g.leased = writer.lease.is_some();
+            g.request_size = record.request_size.clone();
+            expiry::rearm(&mut g);
+            if let Some(h) = &mut g.history {
+                if let Some(t) = &commit.replace_tail {
+                    h.replace_tail(t.clone());
+                }
+                for m in &commit.append {
+                    h.push(m.clone());
+                }
+            }
+            drop(g);
+            if let Some(t) = &commit.replace_tail {
+                ev.emit(&Event::MessageUpdated {
+                    message: Cow::Borrowed(t),
+                });
+            }
+            for m in &commit.append {
+                ev.emit(&Event::Message {
+                    message: Cow::Borrowed(m),
+                });
+            }
+            live::changed(s);
+            Ok(())
+        }
+        Err(e) => {
+            // The stored thread is the truth: take it, so the next call works on fresh state.
+            let _ = reload(s).await;
+            let refusal = matches!(e, StoreError::Conflict { .. } | StoreError::Owned { .. });
+            if let Admit::Pending(_) = admission.get() {
+                // The run's first write was its admission: refused, it wrote nothing.
+                admission.set(if refusal { Admit::Refused } else { Admit::Done });
+                return Err(e.into());
+            }
+            if refusal {
+                // Only a takeover of a lapsed lease lets another agent write during a run; a
+                // result computed meanwhile is still the call's result.
+                let mut g = s.borrow_mut();
+                let stored = g.engine.state().run.clone();
+                let refused: Vec<(String, String)> = commit
+                    .run
+                    .iter()
+                    .flat_map(|r| r.results.iter())
+                    .filter(|r| !stored.as_ref().is_some_and(|j| j.has_result(&r.call_id)))
+                    .map(|r| (r.call_id.clone(), r.result.clone()))
+                    .collect();
+                g.refused.extend(refused);
+            }
+            Err(e.into())
+        }
+    }
+}
