@@ -138,10 +138,9 @@ impl ModelConfig {
     /// The tokens a request's input may use: the window less the room kept for the answer
     /// (`maxTokens`, or Anthropic's default when it is not set).
     pub fn input_budget(&self) -> u64 {
-        let reserve = match (self.max_tokens, self.provider) {
-            (Some(n), _) => u64::from(n),
-            (None, ProviderKind::Anthropic) => u64::from(ANTHROPIC_DEFAULT_MAX_TOKENS),
-            (None, _) => 0,
+        let reserve = match self.max_tokens {
+            Some(n) => u64::from(n),
+            None => self.provider.default_answer_reserve(),
         };
         self.context_window().saturating_sub(reserve)
     }
@@ -223,6 +222,15 @@ pub enum WireFormat {
 }
 
 impl ProviderKind {
+    /// The tokens kept for the answer when `maxTokens` is not set: what the provider's request
+    /// sends as its own default (Anthropic requires one), else nothing.
+    pub fn default_answer_reserve(self) -> u64 {
+        match self {
+            ProviderKind::Anthropic => u64::from(ANTHROPIC_DEFAULT_MAX_TOKENS),
+            ProviderKind::OpenAi | ProviderKind::Demo | ProviderKind::Custom => 0,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::OpenAi => "openai",

@@ -1,0 +1,52 @@
+// Every place a provider must be named (docs/design.md, "Where to add things") against the
+// providers Rust knows: the names `ProviderKind::as_str` gives (src/providers/config.rs), which
+// are the names the options are read by.
+// - the TypeScript `ModelOptions` union (src/js/types.rs): exactly those providers;
+// - each provider with an HTTP wire format (`wire_format` returns Ok): offered by the demo's
+//   settings (www/settings.js), served by the local model server
+//   (tests/model-server/<name>.mjs), and read from a recorded stream
+//   (tests/fixtures/providers/<name>_stream_tools.sse).
+import fs from 'node:fs';
+
+const root = new URL('../../', import.meta.url);
+const read = (p) => fs.readFileSync(new URL(p, root), 'utf8');
+
+const config = read('src/providers/config.rs');
+const at = config.indexOf('pub fn as_str(self)', config.indexOf('impl ProviderKind'));
+if (at < 0) throw new Error('src/providers/config.rs: no ProviderKind::as_str');
+const body = config.slice(at, config.indexOf('\n    }\n', at));
+const names = new Map([...body.matchAll(/ProviderKind::(\w+) => "([a-z]+)"/g)].map((m) => [m[1], m[2]]));
+const known = new Set(names.values());
+const wire = config.slice(config.indexOf('pub fn wire_format(self)'));
+const http = [...wire.slice(0, wire.indexOf('\n    }\n')).matchAll(/ProviderKind::(\w+) => return Ok/g)]
+  .map((m) => names.get(m[1]));
+
+const types = read('src/js/types.rs');
+const union = /export type ModelOptions =([\s\S]*?);\n\n/.exec(types);
+if (!union) throw new Error('src/js/types.rs: no ModelOptions union');
+const declared = new Set();
+for (const m of union[1].matchAll(/provider: ([^;]+);/g)) {
+  for (const name of m[1].matchAll(/"([a-z]+)"/g)) declared.add(name[1]);
+}
+
+const missing = [...known].filter((p) => !declared.has(p));
+const unknown = [...declared].filter((p) => !known.has(p));
+if (known.size === 0 || missing.length || unknown.length) {
+  console.error(`ModelOptions is out of step with ProviderKind: missing ${JSON.stringify(missing)}, unknown ${JSON.stringify(unknown)}`);
+  process.exit(1);
+}
+const settings = read('www/settings.js');
+const offered = /export const PROVIDERS = \{([\s\S]*?)\n\};/.exec(settings)?.[1] ?? '';
+const gaps = [];
+for (const p of http) {
+  if (!p) throw new Error('a provider with a wire format has no name');
+  if (!new RegExp(`^  ${p}: \\{`, 'm').test(offered)) gaps.push(`www/settings.js PROVIDERS lacks ${p}`);
+  for (const f of [`tests/model-server/${p}.mjs`, `tests/fixtures/providers/${p}_stream_tools.sse`]) {
+    if (!fs.existsSync(new URL(f, root))) gaps.push(`${f} is missing`);
+  }
+}
+if (http.length === 0 || gaps.length) {
+  console.error(`providers with a wire format (${http}) are not everywhere: ${gaps.join('; ')}`);
+  process.exit(1);
+}
+console.log(`providers: ModelOptions names the ${known.size} providers of ProviderKind; the ${http.length} HTTP ones are offered by the demo, served by the model server and have a recorded stream`);
