@@ -2,11 +2,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-.PHONY: test setup setup-build setup-browser test-native check-core-pure check-wasm pkg test-types test-model-server \
+.PHONY: test setup setup-build setup-browser test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
 	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
-	test-node test-browser-store test-browser test-demo test-package \
+	test-node test-browser-store test-browser test-demo test-package test-example \
 	test-browser-store-engines test-browser-engines test-demo-engines
 
 setup: setup-build setup-browser
@@ -103,6 +103,11 @@ test-demo: pkg
 # Builds the package and serves the demo chat (PORT=8080 by default); installs no browser.
 demo: setup-build pkg
 	./scripts/serve-demo.sh
+
+# The example Rust web app (examples/web-chat), built with cargo and the wasm-bindgen CLI and
+# driven in headless Chromium through an approval and a reload mid-approval.
+test-example:
+	node --test tests/example/
 
 # The packed tarball installed into a Vite app and a plain page, a chat with an approval in each.
 test-package: pkg

@@ -1,26 +1,5 @@
 //! The Rust API: an [`Agent`] on one thread, with the same calls, errors and guarantees as
 //! the JS `Agent` (which is a binding over this one; docs/design.md, "Layers").
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), gatehouse_agent::AgentError> {
-//! use gatehouse_agent::{Agent, Decision, Model, OpenOptions, Status, Tool};
-//! use serde_json::json;
-//!
-//! let schema = json!({ "type": "object", "properties": { "path": { "type": "string" } } });
-//! let delete_file = Tool::new("delete_file", "Delete a file", schema, |inputs, _ctx| async move {
-//!     Ok(json!({ "deleted": inputs["path"] }))
-//! })
-//! .require_approval();
-//! let model = Model::openai("https://my-app.example/llm/v1", "gpt-4o-mini");
-//! let agent = Agent::open(OpenOptions::new("thread_42").model(model).tool(delete_file)).await?;
-//! let state = agent.chat("Clean up the old logs").await?;
-//! if state.status == Status::AwaitingApproval {
-//!     let call = &agent.pending_tools()[0];
-//!     agent.submit_decisions([(call.call_id.clone(), Decision::Approve)]).await?;
-//! }
-//! # Ok(())
-//! # }
-//! ```
 
 mod options;
 mod tool;
@@ -44,6 +23,27 @@ use serde_json::Value;
 use std::rc::{Rc, Weak};
 
 /// An agent on one thread. Cloning it gives another handle on the same agent.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), gatehouse_agent::AgentError> {
+/// use gatehouse_agent::{Agent, Decision, Model, OpenOptions, Status, Tool};
+/// use serde_json::json;
+///
+/// let schema = json!({ "type": "object", "properties": { "path": { "type": "string" } } });
+/// let delete_file = Tool::new("delete_file", "Delete a file", schema, |inputs, _ctx| async move {
+///     Ok(json!({ "deleted": inputs["path"] }))
+/// })
+/// .require_approval();
+/// let model = Model::openai("https://my-app.example/llm/v1", "gpt-4o-mini");
+/// let agent = Agent::open(OpenOptions::new("thread_42").model(model).tool(delete_file)).await?;
+/// let state = agent.chat("Clean up the old logs").await?;
+/// if state.status == Status::AwaitingApproval {
+///     let call = &agent.pending_tools()[0];
+///     agent.submit_decisions([(call.call_id.clone(), Decision::Approve)]).await?;
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Agent {
     s: Shared,
