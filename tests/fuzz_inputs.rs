@@ -63,9 +63,9 @@ fn arb_payload() -> impl Strategy<Value = Value> {
     ]
 }
 
-/// The decision rules (docs/design.md, "Approval semantics"), written out again: a non-empty object whose every value is `"approve"`,
-/// `"reject"` or `["reject", string]` (a blank reason is no reason). Else the first offending
-/// call id (none for a payload that is not a non-empty object).
+/// The decision rules (docs/design.md, "Approval semantics"), written out again: a non-empty object
+/// whose every value is `"approve"`, `"reject"` or `["reject", string]` (a blank reason is no
+/// reason). Else the first offending call id (none for a payload that is not a non-empty object).
 fn expected_decisions(payload: &Value) -> Result<Vec<(String, Decision)>, Option<String>> {
     let map = payload.as_object().filter(|m| !m.is_empty()).ok_or(None)?;
     let mut out = Vec::new();

@@ -88,8 +88,8 @@ fn object(v: BoxedStrategy<Value>) -> impl Strategy<Value = Map<String, Value>> 
     vec((arb_string(), v), 0..4).prop_map(|kv| kv.into_iter().collect())
 }
 
-/// A message exactly as this crate writes it (docs/design.md, "The thread JSON"): `__id`, metadata, `role`, `content`,
-/// `usage` when known, then `type` and `tools` for tool messages.
+/// A message exactly as this crate writes it (docs/design.md, "The thread JSON"): `__id`, metadata,
+/// `role`, `content`, `usage` when known, then `type` and `tools` for tool messages.
 fn canonical_message(json: BoxedStrategy<Value>) -> impl Strategy<Value = Value> {
     let text_block = (arb_string(), object(json.clone())).prop_map(|(content, meta)| {
         let meta = if meta.is_empty() {

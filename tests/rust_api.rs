@@ -19,7 +19,8 @@ wasm_bindgen_test_configure!(run_in_browser);
 /// (Not run: its model is a server this test does not have.)
 #[allow(dead_code)]
 async fn contract_example(schema: Value) -> Result<(), AgentError> {
-    let model = Model::openai("https://my-app.example/llm/v1", "gpt-4o-mini"); // also Model::anthropic, Model::demo()
+    // also Model::anthropic, Model::demo()
+    let model = Model::openai("https://my-app.example/llm/v1", "gpt-4o-mini");
     let agent = Agent::open(
         OpenOptions::new("thread_42").model(model).tool(
             Tool::new(

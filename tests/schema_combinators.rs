@@ -11,8 +11,8 @@ fn errors(schema: Value, instance: Value) -> Vec<String> {
     }
 }
 
-/// zod-to-json-schema output for
-/// `z.object({ path: z.string(), note: z.string().nullable().optional(), count: z.number().int() })`.
+/// zod-to-json-schema output for `z.object({ path: z.string(), note:
+/// z.string().nullable().optional(), count: z.number().int() })`.
 fn zod_schema() -> Value {
     json!({
         "type": "object",

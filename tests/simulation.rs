@@ -227,9 +227,9 @@ fn locks_from_env() -> Locks {
 
 /// `GATEHOUSE_SIM_PAUSES=any|documented|renewed|beyond`,
 /// `GATEHOUSE_SIM_BROKEN=lock|renewal|ownership`, `GATEHOUSE_SIM_NO_OWNERSHIP_CHECK=1`,
-/// `GATEHOUSE_SIM_NO_JUMPS=1`,
-/// `GATEHOUSE_SIM_STEPS` (scheduling steps, default 500), `GATEHOUSE_SIM_TABS`,
-/// `GATEHOUSE_SIM_MAX_STEPS` (the engine's model calls per run). A violation prints the line that replays it.
+/// `GATEHOUSE_SIM_NO_JUMPS=1`, `GATEHOUSE_SIM_STEPS` (scheduling steps, default 500),
+/// `GATEHOUSE_SIM_TABS`, `GATEHOUSE_SIM_MAX_STEPS` (the engine's model calls per run). A violation
+/// prints the line that replays it.
 fn configure_from_env(c: &mut Config) {
     match env("GATEHOUSE_SIM_PAUSES").as_deref() {
         Some("any") => c.pauses = Pauses::Any,

@@ -1,4 +1,5 @@
-//! Golden fixtures pin the documented thread JSON (docs/design.md, "The thread JSON") byte for byte, key order included.
+//! Golden fixtures pin the documented thread JSON (docs/design.md, "The thread JSON") byte for
+//! byte, key order included.
 
 mod support;
 

@@ -1,5 +1,5 @@
-//! The one error type of the driver, with the stable codes of docs/design.md, "Errors". `js::error` turns it
-//! into a JS `Error` in exactly one place.
+//! The one error type of the driver, with the stable codes of docs/design.md, "Errors". `js::error`
+//! turns it into a JS `Error` in exactly one place.
 
 use crate::engine::EngineError;
 use crate::providers::ProviderError;

@@ -3,9 +3,10 @@
 
 use super::*;
 
-/// Opens a thread: reads its record and tail only, then re-gates a call whose execution was
-/// cut off by a closed page (docs/design.md, "The run journal") — unless a live run elsewhere owns it (docs/design.md,
-/// "Run ownership"). Never fails with `conflict`: a thread that moves on meanwhile is read again.
+/// Opens a thread: reads its record and tail only, then re-gates a call whose execution was cut off
+/// by a closed page (docs/design.md, "The run journal") — unless a live run elsewhere owns it
+/// (docs/design.md, "Run ownership"). Never fails with `conflict`: a thread that moves on meanwhile
+/// is read again.
 pub async fn open(o: Setup) -> Result<Shared, AgentError> {
     let snap = o.store.load(&o.thread_id, now()).await?;
     let specs = o.tools.iter().map(|t| t.spec.clone()).collect();

@@ -1,8 +1,8 @@
-//! The audit trail (docs/design.md, "The audit trail"): one record per gated call, from the
-//! moment it asks a human until it ends. While it is open the run journal keeps what the
-//! call's entry cannot tell ([`OpenAudit`]), so each change is written by the same commit as
-//! the step it describes; a record that ends leaves the journal in the commit that ends it. The store keeps every record beside the thread's
-//! messages, keyed by `seq`.
+//! The audit trail (docs/design.md, "The audit trail"): one record per gated call, from the moment
+//! it asks a human until it ends. While it is open the run journal keeps what the call's entry
+//! cannot tell ([`OpenAudit`]), so each change is written by the same commit as the step it
+//! describes; a record that ends leaves the journal in the commit that ends it. The store keeps
+//! every record beside the thread's messages, keyed by `seq`.
 
 use crate::thread::{ApprovalState, ToolEntry};
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
-//! Decision payloads (docs/design.md, "Approval semantics"): a map keyed by `callId`, each value exactly `"approve"`,
-//! `"reject"`, `["reject", "reason"]` or `["edit", inputs]`. Anything else is refused whole,
-//! staging nothing.
+//! Decision payloads (docs/design.md, "Approval semantics"): a map keyed by `callId`, each value
+//! exactly `"approve"`, `"reject"`, `["reject", "reason"]` or `["edit", inputs]`. Anything else is
+//! refused whole, staging nothing.
 
 use super::error::EngineError;
 use serde_json::Value;

@@ -48,7 +48,8 @@ pub fn edited_result(
     s
 }
 
-/// The `approvalReason` of a call re-gated because its execution was cut off (docs/design.md, "Run ownership").
+/// The `approvalReason` of a call re-gated because its execution was cut off (docs/design.md, "Run
+/// ownership").
 pub const REGATE_REASON: &str = "The earlier attempt to run this tool was interrupted before it \
 finished, so it may or may not have taken effect. Check before approving it again.";
 

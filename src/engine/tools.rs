@@ -22,9 +22,11 @@ pub struct ToolSpec {
     pub has_policy: bool,
     pub enabled: bool,
     pub auto_approve: bool,
-    /// Safe to run again after a crash cut off an earlier attempt (docs/design.md, "Run ownership").
+    /// Safe to run again after a crash cut off an earlier attempt (docs/design.md, "Run
+    /// ownership").
     pub idempotent: bool,
-    /// No `execute`: the app supplies the result with `submitToolResults` (docs/design.md, "Approval semantics").
+    /// No `execute`: the app supplies the result with `submitToolResults` (docs/design.md,
+    /// "Approval semantics").
     pub external: bool,
     /// The decisions a human may give its gated calls (`allowedDecisions`).
     pub allowed_decisions: AllowedDecisions,

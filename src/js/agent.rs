@@ -76,8 +76,8 @@ impl Agent {
         self.run(input, options)
     }
 
-    /// Decisions keyed by callId: `"approve"`, `"reject"`, `["reject", "reason"]` or `["edit", inputs]`
-    /// (approve with these inputs instead of the model's).
+    /// Decisions keyed by callId: `"approve"`, `"reject"`, `["reject", "reason"]` or `["edit",
+    /// inputs]` (approve with these inputs instead of the model's).
     #[wasm_bindgen(js_name = submitDecisions, unchecked_return_type = "Promise<AgentState>")]
     pub fn submit_decisions(
         &self,

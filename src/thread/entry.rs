@@ -1,4 +1,5 @@
-//! A tool entry inside `tools[]` of a `tool_call` or `tool_call_result` message (docs/design.md, "The thread JSON").
+//! A tool entry inside `tools[]` of a `tool_call` or `tool_call_result` message (docs/design.md,
+//! "The thread JSON").
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};

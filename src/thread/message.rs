@@ -1,5 +1,6 @@
-//! Messages of a thread, serialized exactly as docs/design.md, "The thread JSON", says: `__id`, metadata keys in insertion
-//! order, `role`, `content`, `usage` (when known), then `type` and `tools` for tool messages.
+//! Messages of a thread, serialized exactly as docs/design.md, "The thread JSON", says: `__id`,
+//! metadata keys in insertion order, `role`, `content`, `usage` (when known), then `type` and
+//! `tools` for tool messages.
 
 use super::entry::ToolEntry;
 use super::id::MessageId;

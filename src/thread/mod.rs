@@ -1,4 +1,5 @@
-//! The thread JSON: the documented shape of messages and tool entries (docs/design.md, "The thread JSON").
+//! The thread JSON: the documented shape of messages and tool entries (docs/design.md, "The thread
+//! JSON").
 
 pub mod context;
 mod entry;

@@ -4,7 +4,8 @@
 use super::*;
 
 impl Engine {
-    /// Human decisions (docs/design.md, "Approval semantics"). Partial and revisable until every gated entry is decided.
+    /// Human decisions (docs/design.md, "Approval semantics"). Partial and revisable until every
+    /// gated entry is decided.
     ///
     /// `by` (who decided, as the app names them) goes into the calls' audit records.
     pub fn submit_decisions(

@@ -100,7 +100,8 @@ impl Engine {
         }
     }
 
-    /// Outputs of external tools (docs/design.md, "Approval semantics"), by call id; partial submissions are kept.
+    /// Outputs of external tools (docs/design.md, "Approval semantics"), by call id; partial
+    /// submissions are kept.
     pub fn submit_tool_results(
         &mut self,
         results: &ToolResults,
