@@ -22,18 +22,9 @@ fn decisions(h: &Harness) -> Value {
 /// One gated `delete_file` call, suspended.
 fn one_call() -> Harness {
     let mut h = Harness::new(standard_tools());
-    h.script([
-        calls(vec![call(
-            "toolu_01",
-            "delete_file",
-            json!({"path": "/var/log"}),
-        )]),
-        answer("Done."),
-    ]);
-    assert_eq!(
-        h.chat("Clean up the logs").unwrap(),
-        Some(Outcome::AwaitingApproval)
-    );
+    let outcome = h.one_gated_call("toolu_01", "/var/log", "Clean up the logs");
+    assert_eq!(outcome, Some(Outcome::AwaitingApproval));
+    h.script([answer("Done.")]);
     h.take_log();
     h
 }

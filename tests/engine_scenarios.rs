@@ -352,12 +352,7 @@ fn a_decision_for_an_unknown_id_stages_nothing() {
 #[test]
 fn approve_with_a_note_is_an_invalid_decision() {
     let mut h = Harness::new(standard_tools());
-    h.script([calls(vec![call(
-        "toolu_01",
-        "delete_file",
-        json!({"path": "a"}),
-    )])]);
-    h.chat("x").unwrap();
+    h.one_gated_call("toolu_01", "a", "x");
     let before = h.thread();
     let e = h
         .decide(json!({"toolu_01": ["approve", "note"]}))
@@ -380,12 +375,7 @@ fn approve_with_a_note_is_an_invalid_decision() {
 #[test]
 fn an_empty_decision_map_is_refused() {
     let mut h = Harness::new(standard_tools());
-    h.script([calls(vec![call(
-        "toolu_01",
-        "delete_file",
-        json!({"path": "a"}),
-    )])]);
-    h.chat("x").unwrap();
+    h.one_gated_call("toolu_01", "a", "x");
     let e = h.decide(json!({})).unwrap_err();
     assert_eq!(e.code(), "invalid_decision");
     assert_eq!(h.engine.status(), ThreadStatus::AwaitingApproval);
@@ -413,12 +403,7 @@ fn decisions_when_nothing_waits_are_not_suspended() {
 #[test]
 fn a_new_user_message_while_pending_is_a_conflict_and_nothing_is_stored() {
     let mut h = Harness::new(standard_tools());
-    h.script([calls(vec![call(
-        "toolu_01",
-        "delete_file",
-        json!({"path": "a"}),
-    )])]);
-    h.chat("x").unwrap();
+    h.one_gated_call("toolu_01", "a", "x");
     let before = h.thread();
     let writes = h.store.writes;
     let e = h.chat("never mind").unwrap_err();
@@ -816,8 +801,10 @@ fn per_thread_policies_replace_tool_defaults_both_ways() {
         )
         .unwrap();
     h.drive();
-    h.script([calls(vec![call("c1", "delete_file", json!({"path": "a"}))])]);
-    assert_eq!(h.chat("delete a").unwrap(), Some(Outcome::AwaitingApproval));
+    assert_eq!(
+        h.one_gated_call("c1", "a", "delete a"),
+        Some(Outcome::AwaitingApproval)
+    );
 
     // Disabling on the thread hides the tool from the model.
     h.engine

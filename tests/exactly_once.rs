@@ -267,12 +267,7 @@ fn a_late_result_after_the_human_rejected_the_regated_call_changes_nothing() {
 fn a_result_too_big_to_store_becomes_a_short_error_result_and_is_never_regated() {
     let mut h = Harness::new(standard_tools());
     h.tool_fn = Box::new(|_| Ok(Value::String("x".repeat(10_000))));
-    h.script([calls(vec![call(
-        "c1",
-        "delete_file",
-        json!({"path": "/x"}),
-    )])]);
-    h.chat("go").unwrap();
+    h.one_gated_call("c1", "/x", "go");
     h.engine
         .submit_decisions(&decisions(json!({"c1": "approve"})), T0 + 1, None)
         .unwrap();

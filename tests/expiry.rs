@@ -95,12 +95,7 @@ fn the_deadline_is_the_gating_time_plus_the_timeout_and_lives_in_the_journal() {
 #[test]
 fn a_call_without_a_timeout_has_no_deadline_and_never_expires() {
     let mut h = Harness::new(standard_tools());
-    h.script([calls(vec![call(
-        "c1",
-        "delete_file",
-        json!({"path": "/a"}),
-    )])]);
-    h.chat("go").unwrap();
+    h.one_gated_call("c1", "/a", "go");
     h.take_log();
     assert_eq!(h.engine.next_deadline(), None);
     let run = serde_json::to_value(h.store.run.as_ref().unwrap()).unwrap();

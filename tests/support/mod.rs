@@ -180,6 +180,18 @@ impl Harness {
         }
     }
 
+    /// The start most scenarios share: the user says `message`, and the model answers with
+    /// one call of the gated `delete_file` (`call_id`, `{"path": path}`). Returns how the chat
+    /// ended (awaiting approval, unless the scenario's tools say otherwise).
+    pub fn one_gated_call(&mut self, call_id: &str, path: &str, message: &str) -> Option<Outcome> {
+        self.script([calls(vec![call(
+            call_id,
+            "delete_file",
+            json!({"path": path}),
+        )])]);
+        self.chat(message).expect("the chat runs")
+    }
+
     pub fn chat(&mut self, text: &str) -> Result<Option<Outcome>, EngineError> {
         let now = self.tick();
         self.engine.user_message(text, now)?;
