@@ -4,12 +4,14 @@
 //! become `GatehouseError`s in `js::error`.
 
 use crate::agent::{self, Input, Page};
-use crate::convert::{from_js, json_value, parse_json, to_js};
+use crate::convert::{json_value, parse_json, to_js};
 use crate::driver::error::AgentError;
 use crate::engine::{Decisions, EngineError, PolicyChange, ToolResults};
 use crate::js::error::{invalid_config, to_js_error};
 use crate::js::functions::listener;
-use crate::js::options::{self, HandleParams, MessagesParams, PolicyParams};
+use crate::js::options::{
+    self, HandleParams, MessagesParams, PolicyParams, strict, strict_or_default,
+};
 use crate::js::results::{ByName, HandleConflict};
 use crate::store::StoreError;
 use crate::store::page::Rows;
@@ -118,7 +120,7 @@ impl Agent {
         let a = self.a.clone();
         promise(async move {
             let body: HandleParams =
-                from_js(body).map_err(|e| invalid_config(format!("handle(body): {e}")))?;
+                strict(body).map_err(|e| invalid_config(format!("handle(body): {e}")))?;
             let input = if let Some(d) = body.decisions {
                 decisions_input(&d)?
             } else if let Some(r) = body.tool_results {
@@ -211,7 +213,7 @@ impl Agent {
         let a = self.a.clone();
         promise(async move {
             let change: PolicyParams =
-                from_js(policy).map_err(|e| invalid_config(format!("setToolPolicy: {e}")))?;
+                strict(policy).map_err(|e| invalid_config(format!("setToolPolicy: {e}")))?;
             let change = PolicyChange {
                 enabled: change.enabled,
                 auto_approve: change.auto_approve,
@@ -293,9 +295,8 @@ impl Agent {
         let method = kind.method();
         let a = self.a.clone();
         promise(async move {
-            let p: Option<MessagesParams> =
-                from_js(options).map_err(|e| invalid_config(format!("{method}(options): {e}")))?;
-            let p = p.unwrap_or_default();
+            let p: MessagesParams = strict_or_default(options)
+                .map_err(|e| invalid_config(format!("{method}(options): {e}")))?;
             let page = Page {
                 limit: p.limit.map(|n| n.clamp(0.0, u32::MAX as f64) as u32),
                 before_index: p.before_index.map(|i| i.max(0.0) as u64),

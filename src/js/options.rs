@@ -256,9 +256,17 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Strict<T> {
 }
 
 /// `v` read into the params struct `T`, refusing a key `T` does not know.
-fn strict<T: DeserializeOwned>(v: JsValue) -> Result<T, String> {
+pub fn strict<T: DeserializeOwned>(v: JsValue) -> Result<T, String> {
     check_keys(&v, keys_of::<T>())?;
     from_js(v)
+}
+
+/// [`strict`] for an optional argument: `undefined` or `null` is `T::default()`.
+pub fn strict_or_default<T: DeserializeOwned + Default>(v: JsValue) -> Result<T, String> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(T::default());
+    }
+    strict(v)
 }
 
 /// An own key of the object `v` (if it is one) that is not in `known`, with the known key it
@@ -352,8 +360,7 @@ fn edit_distance(a: &[u8], b: &[u8]) -> usize {
 
 /// The options of a run method.
 pub fn run_options(v: JsValue) -> Result<RunOptions, AgentError> {
-    let p: Option<RunParams> = from_js(v).map_err(|e| bad(format!("run options: {e}")))?;
-    let p = p.unwrap_or_default();
+    let p: RunParams = strict_or_default(v).map_err(|e| bad(format!("run options: {e}")))?;
     Ok(RunOptions {
         signal: p.signal,
         events: Emitter::new(p.on_event.map(functions::on_event)),

@@ -97,3 +97,18 @@ test('every documented key is accepted', async () => {
     }],
   });
 });
+
+test('the options of the calls on an open agent are checked the same way, and refused ones change nothing', async () => {
+  const calls = [];
+  const agent = await Agent.open({ threadId: 'calls', storage: storage(), tools: [deleteFile(calls, { requireApproval: true })] });
+  await refused(() => agent.chat('delete C:/a.txt', { onEvnt: () => {} }), 'onEvnt', 'onEvent');
+  assert.equal(agent.messageCount, 0, 'the refused chat stored nothing');
+  await refused(() => agent.handle({ mesage: 'hello' }), 'mesage', 'message');
+  await refused(() => agent.messages({ limt: 1 }), 'limt', 'limit');
+  await refused(() => agent.setToolPolicy('delete_file', { autoAprove: true }), 'autoAprove', 'autoApprove');
+  assert.deepEqual(agent.toolPolicies(), { delete_file: { enabled: true, autoApprove: false } }, 'the misspelled policy did not apply');
+  const state = await agent.chat('delete C:/a.txt', { onEvent: () => {} });
+  assert.equal(state.status, 'awaiting_approval', 'with no policy set, the call still asks');
+  await refused(() => agent.submitDecisions({ [agent.pendingTools()[0].callId]: 'approve' }, { bye: 'me' }), 'bye', 'by');
+  assert.deepEqual(calls, [], 'nothing ran');
+});
