@@ -276,7 +276,11 @@ test('stored schema: database version 2, stores and key paths, rows { thread, se
   assert.deepEqual(dump.stores.messages.rows.map((x) => Object.keys(x)), [['thread', 'seq', 'json'], ['thread', 'seq', 'json']]);
   assert.deepEqual(dump.stores.messages.rows.map((x) => JSON.parse(x.json)), r.messages);
   const rec = dump.stores.threads.rows[0];
-  assert.deepEqual(Object.keys(rec).sort(), ['createdAt', 'id', 'lease', 'messageCount', 'pendingApprovals', 'policies', 'run', 'schemaVersion', 'status', 'title', 'updatedAt', 'version'].sort());
+  assert.deepEqual(Object.keys(rec).sort(), ['createdAt', 'id', 'lease', 'messageCount', 'pendingApprovals', 'policies', 'requestSize', 'run', 'schemaVersion', 'status', 'title', 'updatedAt', 'version'].sort());
+  // What the request that the newest answer answered carried (the context window's calibration).
+  assert.deepEqual(Object.keys(rec.requestSize).sort(), ['answer', 'tokens']);
+  assert.equal(rec.requestSize.answer, r.messages[1].__id);
+  assert.ok(Number.isInteger(rec.requestSize.tokens) && rec.requestSize.tokens > 0, JSON.stringify(rec.requestSize));
   assert.equal(rec.schemaVersion, 3);
   assert.equal(rec.lease, null, 'the last write of a run ends its lease');
   assert.equal(rec.messageCount, 2);
