@@ -161,6 +161,23 @@ impl MemoryStore {
         }
     }
 
+    /// Puts `record` (when given) and message `rows` (by `seq`) as they are, without the
+    /// commit rule: data changed outside Gatehouse, for the store contract's checks
+    /// (`tests/store_contract`), which damage an IndexedDB store with raw writes.
+    #[doc(hidden)]
+    pub fn put_raw(&self, thread_id: &str, record: Option<ThreadRecord>, rows: Vec<MessageRow>) {
+        let mut db = self.db.borrow_mut();
+        let i = find(&db, thread_id).unwrap_or_else(|i| {
+            db.insert(i, (thread_id.to_owned(), Thread::default()));
+            i
+        });
+        let t = &mut db[i].1;
+        if record.is_some() {
+            t.record = record;
+        }
+        put_rows(&mut t.rows, rows);
+    }
+
     /// Up to `limit` messages before `before_seq` (exclusive; `None` = from the tail), oldest
     /// first.
     pub fn page(
