@@ -208,15 +208,27 @@ impl MemoryStore {
         limit: u32,
     ) -> Result<Vec<MessageRow>, StoreError> {
         let db = self.db.borrow();
-        let Ok(i) = find(&db, thread_id) else {
+        let Some(t) = find(&db, thread_id).ok().map(|i| &db[i].1) else {
+            return Ok(Vec::new());
+        };
+        let Some(record) = &t.record else {
             return Ok(Vec::new());
         };
         let rows = match kind {
-            Rows::Messages => &db[i].1.rows,
-            Rows::Audit => &db[i].1.audit,
+            Rows::Messages => &t.rows,
+            Rows::Audit => &t.audit,
         };
-        let w = window(rows.len() as u64, before_seq, limit);
-        Ok(rows[w.start as usize..w.end as usize].to_vec())
+        // The record counts the rows, as in IndexedDB: rows after the count are not the
+        // thread's, and a row the count includes must be there.
+        let w = window(kind.count(record), before_seq, limit);
+        match rows.get(w.start as usize..w.end as usize) {
+            Some(page) => Ok(page.to_vec()),
+            None => Err(StoreError::Corrupt(format!(
+                "{} row {} of thread {thread_id:?} is missing",
+                kind.method(),
+                rows.len().max(w.start as usize) + 1
+            ))),
+        }
     }
 
     pub fn list(&self) -> Vec<ThreadRecord> {
