@@ -1,12 +1,14 @@
-//! The store's side of run ownership (docs/design.md, "Run ownership"), on the memory store and
-//! on the pure commit rule both stores share: leases written and cleared by a run's writes,
-//! refused writes while another agent's lease is live, takeovers, renewals; records of a newer
-//! release and a lowered message count refused.
+//! Run ownership (docs/design.md, "Run ownership") in the pure functions both stores and the
+//! driver decide with: admission, recovery on open, and the commit rule's refusal of records of
+//! a newer release and of an append over a lowered message count. What each store does with
+//! leases (written and cleared by a run's writes, refused writes while another agent's lease is
+//! live, takeovers, renewals) is in the store contract (`tests/store_contract/leases.rs`),
+//! run against every store.
 
 use gatehouse_agent::engine::{Commit, ThreadStatus, ToolPolicies};
 use gatehouse_agent::store::{
-    Admission, LEASE_MS, Lease, LockAttempt, LockProbe, MemoryStore, SCHEMA_VERSION, StoreError,
-    Stored, ThreadRecord, Writer, admit, must_recover, plan_commit,
+    Admission, Lease, LockAttempt, LockProbe, SCHEMA_VERSION, StoreError, Stored, ThreadRecord,
+    Writer, admit, must_recover, plan_commit,
 };
 use gatehouse_agent::thread::{Message, MessageId};
 
@@ -24,67 +26,6 @@ fn append(n: u64) -> Commit {
         audit: Vec::new(),
         request_size: None,
     }
-}
-
-#[test]
-fn a_run_writes_its_lease_with_its_first_write_and_clears_it_with_its_last() {
-    let s = MemoryStore::open("own-lease");
-    let a_mid = Writer::new("a", false, true, 1_000.0);
-    let r = s.commit("t", 0, &append(1), &a_mid, 1_000.0).unwrap();
-    assert_eq!(
-        r.lease,
-        Some(Lease {
-            owner: "a".into(),
-            until: 1_000.0 + LEASE_MS,
-            locked: false
-        })
-    );
-    // Another agent's write while A's lease is live: refused, nothing written.
-    let b = Writer::new("b", false, false, 2_000.0);
-    let e = s.commit("t", 1, &append(2), &b, 2_000.0).unwrap_err();
-    assert_eq!(e, StoreError::Owned { owner: "a".into() });
-    assert_eq!((e.code(), e.retryable()), ("busy", true));
-    assert_eq!(s.load("t", 0.0).unwrap().record.message_count, 1);
-    // A's last write ends the lease; then B may write.
-    let a_last = Writer::new("a", false, false, 3_000.0);
-    let r = s.commit("t", 1, &append(2), &a_last, 3_000.0).unwrap();
-    assert_eq!(r.lease, None);
-    s.commit("t", 2, &append(3), &b, 4_000.0).unwrap();
-}
-
-#[test]
-fn a_lapsed_lease_may_be_taken_over_but_only_from_the_current_version() {
-    let s = MemoryStore::open("own-lapse");
-    s.commit("t", 0, &append(1), &Writer::new("a", false, true, 0.0), 0.0)
-        .unwrap();
-    let later = LEASE_MS + 1.0;
-    let b = Writer::new("b", false, true, later);
-    // A stale view never takes over, lease or not.
-    assert!(matches!(
-        s.commit("t", 0, &append(2), &b, later),
-        Err(StoreError::Conflict { .. })
-    ));
-    let r = s.commit("t", 1, &append(2), &b, later).unwrap();
-    assert_eq!(r.lease.unwrap().owner, "b");
-}
-
-#[test]
-fn renewing_extends_only_the_owners_lease_and_does_not_make_views_stale() {
-    let s = MemoryStore::open("own-renew");
-    s.commit("t", 0, &append(1), &Writer::new("a", false, true, 0.0), 0.0)
-        .unwrap();
-    assert_eq!(s.renew("t", "a", 500_000.0), Ok(true));
-    assert_eq!(s.renew("t", "b", 900_000.0), Ok(false));
-    let r = s.load("t", 0.0).unwrap().record;
-    assert_eq!((r.version, r.lease.unwrap().until), (1, 500_000.0));
-    // Without the renewal B could have taken over at LEASE_MS + 1.
-    let b = Writer::new("b", false, true, LEASE_MS + 1.0);
-    assert!(s.commit("t", 1, &append(2), &b, LEASE_MS + 1.0).is_err());
-    s.release("t", "b");
-    assert!(s.load("t", 0.0).unwrap().record.lease.is_some(), "not B's");
-    s.release("t", "a");
-    assert!(s.load("t", 0.0).unwrap().record.lease.is_none());
-    assert_eq!(s.load("t", 0.0).unwrap().record.version, 1);
 }
 
 fn record(version: u64, lease: Option<Lease>) -> ThreadRecord {
