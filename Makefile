@@ -59,14 +59,16 @@ test-model-server:
 test-node: pkg
 	node --test tests/node/
 
-# The IndexedDB store in headless Chromium (wasm-bindgen-test). The script's one retry, the
-# same in every engine, is only for a page that never reported; a failure never is retried.
+# The Rust tests that need a browser, in headless Chromium (wasm-bindgen-test): the store
+# contract suite on IndexedDB and memory, the IndexedDB-only tests, the Rust API. The script's
+# one retry, the same in every engine, is only for a page that never reported; a failure is
+# never retried.
 test-browser-store:
 	./scripts/wasm-browser-test.sh chromium
 
 .PHONY: test-browser-store-engines test-browser-engines test-demo-engines test-browsers
 
-# The IndexedDB store tests in Firefox ESR (geckodriver) and WebKitGTK (WebKitWebDriver, Xvfb).
+# The same in Firefox ESR (geckodriver) and WebKitGTK (WebKitWebDriver, Xvfb).
 test-browser-store-engines:
 	@echo "IndexedDB store tests in $$(firefox-esr --version)"
 	./scripts/wasm-browser-test.sh firefox

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the Rust tests that need a browser (wasm-bindgen-test) in one browser: the IndexedDB
-# store (tests/browser_store.rs) and the Rust API (tests/rust_api.rs):
+# Runs the Rust tests that need a browser (wasm-bindgen-test) in one browser: the store
+# contract suite on IndexedDB and on the memory store with the IndexedDB-only tests
+# (tests/browser_store.rs), and the Rust API (tests/rust_api.rs):
 #   scripts/wasm-browser-test.sh chromium|firefox|webkit
 #
 # One retry policy for every engine, and only for the runner's own failure: once in a few runs
