@@ -61,8 +61,10 @@ if (!/^MIT License\n\nCopyright \(c\) 2026 The Gatehouse authors\n/.test(fs.read
 }
 console.log(`packed ${path.basename(tarball)} (${fs.statSync(tarball).size} bytes)`);
 
+// An app of `dir`'s files (if it has any: readme-plain is all README) and `files`.
 function install(dir, extra = [], files = {}) {
-  fs.cpSync(path.join(here, dir), path.join(work, dir), { recursive: true });
+  fs.mkdirSync(path.join(work, dir), { recursive: true });
+  if (fs.existsSync(path.join(here, dir))) fs.cpSync(path.join(here, dir), path.join(work, dir), { recursive: true });
   fs.copyFileSync(path.join(here, "app.js"), path.join(work, dir, "app.js"));
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(work, dir, name), text);
   fs.writeFileSync(path.join(work, dir, "package.json"), JSON.stringify({ name: dir, private: true, type: "module" }));
