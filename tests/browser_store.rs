@@ -12,12 +12,13 @@
 
 mod store_contract;
 
-use gatehouse_agent::engine::{AuditRecord, Commit, ThreadStatus, ToolPolicies};
-use gatehouse_agent::store::{IndexedDbStore, MemoryStore, StoreError, Writer};
-use gatehouse_agent::thread::{Message, MessageId};
+use gatehouse_agent::engine::AuditRecord;
+use gatehouse_agent::store::{IndexedDbStore, MemoryStore, StoreError};
+use gatehouse_agent::thread::Message;
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
 use store_contract::indexeddb::{json, raw, raw_get, raw_put, row_key};
+pub(crate) use store_contract::{append, msg, w};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
 
@@ -66,11 +67,6 @@ mod contract_on_memory {
 // ---------------------------------------------------------------------------------------
 // helpers
 
-/// A writer that holds no lease (a run that ends with this write).
-fn w() -> Writer {
-    Writer::new("test-agent", false, false, 0.0)
-}
-
 fn db_name(tag: &str) -> String {
     format!(
         "gatehouse-test-{tag}-{}",
@@ -87,22 +83,6 @@ async fn cleanup(name: &str) {
     IndexedDbStore::delete_database(name)
         .await
         .expect("delete database");
-}
-
-fn msg(n: u64, text: &str) -> Message {
-    Message::user_text(MessageId::from_number(n), text)
-}
-
-fn append(msgs: Vec<Message>) -> Commit {
-    Commit {
-        replace_tail: None,
-        append: msgs,
-        run: None,
-        policies: ToolPolicies::new(),
-        status: ThreadStatus::Idle,
-        audit: Vec::new(),
-        request_size: None,
-    }
 }
 
 fn seqs(rows: &[gatehouse_agent::store::MessageRow]) -> Vec<u64> {

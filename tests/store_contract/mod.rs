@@ -185,15 +185,15 @@ async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
 }
 
 /// A writer that holds no lease (a run that ends with this write).
-fn w() -> Writer {
+pub fn w() -> Writer {
     Writer::new("test-agent", false, false, 0.0)
 }
 
-fn msg(n: u64, text: &str) -> Message {
+pub fn msg(n: u64, text: &str) -> Message {
     Message::user_text(MessageId::from_number(n), text)
 }
 
-fn append(msgs: Vec<Message>) -> Commit {
+pub fn append(msgs: Vec<Message>) -> Commit {
     Commit {
         replace_tail: None,
         append: msgs,
