@@ -191,15 +191,20 @@ pub struct ThreadState {
 }
 
 /// One atomic write: the store applies all of it, with the thread record, or none of it.
-#[derive(Debug, Clone, PartialEq)]
+/// Serialized only where a commit crosses a network to a server store (`store::wire`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Commit {
     /// The current tail, rewritten in place (same `__id`).
+    #[serde(default)]
     pub replace_tail: Option<Message>,
     /// New messages after the tail, oldest first; the last becomes the tail.
+    #[serde(default)]
     pub append: Vec<Message>,
     /// The journal after this write (`None` clears it).
     pub run: Option<RunJournal>,
     /// The policies after this write.
+    #[serde(default)]
     pub policies: ToolPolicies,
     /// Where the thread stands after this write, as the engine that made it sees it (it
     /// knows which tools are external). Stored in the record, so a thread list can tell an
@@ -207,10 +212,12 @@ pub struct Commit {
     pub status: ThreadStatus,
     /// Audit records to store (put by `seq`, so a later version of a record replaces an
     /// earlier one): every open record of the journal, and those that ended in this step.
+    #[serde(default)]
     pub audit: Vec<AuditRecord>,
     /// The estimated size of the request behind an answer this commit appends, for the
     /// context window's calibration. The engine leaves it `None`; the driver, which sized the
     /// request, fills it in.
+    #[serde(default)]
     pub request_size: Option<RequestSize>,
 }
 
@@ -264,7 +271,8 @@ pub(super) fn shrink_message_results(m: &mut Message, max_len: usize) -> bool {
 
 /// Where a thread stands, derived from its state alone.
 /// Stored by name (`as_str`) in the thread record, read back with `parse`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ThreadStatus {
     /// Nothing waits; a new message may be sent.
     Idle,

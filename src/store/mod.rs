@@ -8,6 +8,7 @@ pub mod ownership;
 pub mod page;
 mod record;
 pub mod summary;
+pub mod wire;
 
 #[cfg(target_arch = "wasm32")]
 pub use indexeddb::IndexedDbStore;

@@ -1,0 +1,215 @@
+//! The remote store's protocol (docs/design.md, "Across devices"): the bodies a browser and
+//! the app's store handler (`gatehouse-agent/server`) exchange, and the rules the handler
+//! applies with the crate's own commit rule. Pure: the browser's remote store serializes
+//! these, the handler's core (the same code built for the server) deserializes them.
+//!
+//! Every route is under the handler's base path `B`, JSON in and out:
+//!
+//! | route | body → answer | `authorize` action |
+//! |---|---|---|
+//! | `GET B/threads/{id}` | → [`Loaded`] | `read` |
+//! | `GET B/threads/{id}/messages?before=S&limit=L` (and `/audit`) | → [`RowsPage`] | `read` |
+//! | `POST B/threads/{id}/commit` | [`CommitRequest`] → [`Committed`] | [`action_of`] |
+//! | `POST B/threads/{id}/lease` | [`LeaseRequest`] → [`Leased`] | `write` |
+//! | `DELETE B/threads/{id}` | → `{}` | `delete` |
+//! | `GET B/threads` | → [`ThreadList`] | `list`, then `read` per thread |
+//! | `GET B/changes` | → SSE of [`Change`] (or `?poll=1&since=…`: JSON) | `read` per thread |
+//!
+//! A refusal is a status and an [`ErrorBody`]: 400 `invalid_request`, 403 `unauthorized`,
+//! 404 `not_found` (no such route), 409 `conflict` / `busy`, 413 `too_large`, 500 `storage`.
+
+use super::ownership::{LEASE_MS, Lease, Writer};
+use super::record::{MessageRow, StoreError, ThreadRecord};
+use crate::engine::Commit;
+use serde::{Deserialize, Serialize};
+
+/// `POST B/threads/{id}/commit`. The handler applies it in one Postgres transaction that
+/// locks the thread's row: it answers a `commit_id` it has already applied with that
+/// commit's answer (a retry after a lost response), else plans it with
+/// [`plan_commit`](super::plan_commit) against the stored record, at the handler's clock,
+/// with [`remote_writer`], stamps the identity `authorize` returned ([`stamp_identity`]),
+/// and writes the record, the rows and the commit id together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CommitRequest {
+    /// Unique per commit and kept across its retries (the writer's id and a counter).
+    pub commit_id: String,
+    pub expected_version: u64,
+    /// The writing agent (its lease's owner).
+    pub owner: String,
+    /// The run goes on after this write: the record keeps a lease for `owner`.
+    pub keep: bool,
+    pub commit: Commit,
+}
+
+/// The answer to a commit: the record as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Committed {
+    pub record: ThreadRecord,
+}
+
+/// `POST B/threads/{id}/lease`: renew extends `owner`'s lease to the handler's clock plus
+/// [`LEASE_MS`]; release clears it. Neither bumps the version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaseRequest {
+    pub owner: String,
+    pub op: LeaseOp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LeaseOp {
+    Renew,
+    Release,
+}
+
+/// The answer to a lease request: whether the lease was (still) `owner`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Leased {
+    pub ok: bool,
+}
+
+/// `GET B/threads/{id}`: the record (`null` while the thread has never been written) and
+/// the tail message's stored JSON text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Loaded {
+    pub record: Option<ThreadRecord>,
+    pub tail: Option<String>,
+}
+
+/// One stored row on the wire: its seq and its JSON text as stored (key order kept).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Row {
+    pub seq: u64,
+    pub json: String,
+}
+
+impl From<Row> for MessageRow {
+    fn from(r: Row) -> MessageRow {
+        MessageRow {
+            seq: r.seq,
+            json: r.json,
+        }
+    }
+}
+
+/// `GET B/threads/{id}/messages|audit?before=S&limit=L`: the rows of
+/// [`page::window`](super::page::window), oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowsPage {
+    pub rows: Vec<Row>,
+}
+
+/// `GET B/threads`: the records of the threads the user may read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadList {
+    pub threads: Vec<ThreadRecord>,
+}
+
+/// One notice of the change stream: the thread now stands at `version` (`null`: deleted).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Change {
+    pub thread_id: String,
+    pub version: Option<u64>,
+}
+
+/// A refusal's body: `{ "error": { "code", "message", … } }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: WireError,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireError {
+    pub code: String,
+    pub message: String,
+    /// `conflict`: the version the commit was made from, and the stored one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found: Option<u64>,
+    /// `busy`: the lease's owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+impl WireError {
+    /// How the handler reports a store refusal.
+    pub fn of(e: &StoreError) -> WireError {
+        let (expected, found, owner) = match e {
+            StoreError::Conflict { expected, found } => (Some(*expected), Some(*found), None),
+            StoreError::Owned { owner } => (None, None, Some(owner.clone())),
+            _ => (None, None, None),
+        };
+        WireError {
+            code: e.code().to_owned(),
+            message: e.to_string(),
+            expected,
+            found,
+            owner,
+        }
+    }
+
+    /// The store error a browser reads back: `conflict` and `busy` as the local stores
+    /// report them, anything else of the store's as `Other`.
+    pub fn into_store_error(self) -> StoreError {
+        match (self.code.as_str(), self.expected, self.found, self.owner) {
+            ("conflict", Some(expected), Some(found), _) => {
+                StoreError::Conflict { expected, found }
+            }
+            ("busy", _, _, Some(owner)) => StoreError::Owned { owner },
+            _ => StoreError::Other(format!("{}: {}", self.code, self.message)),
+        }
+    }
+}
+
+/// The writer of a remote commit, at the handler's clock. Web Locks do not reach across
+/// devices, so a remote lease is never `locked`: it is live until it lapses, and only its
+/// owner's renewals keep it (docs/design.md, "Across devices").
+pub fn remote_writer(owner: &str, keep: bool, now_ms: f64) -> Writer {
+    Writer {
+        owner: owner.to_owned(),
+        lease: keep.then(|| Lease {
+            owner: owner.to_owned(),
+            until: now_ms + LEASE_MS,
+            locked: false,
+        }),
+        lock_held: false,
+    }
+}
+
+/// The `authorize` action a commit needs: `decide` when it appends no message (it records
+/// decisions on the tail's calls: what an approver without the tools sends), else `write`.
+pub fn action_of(commit: &Commit) -> &'static str {
+    if commit.append.is_empty() {
+        "decide"
+    } else {
+        "write"
+    }
+}
+
+/// Puts the identity `authorize` returned as `decidedBy` on every decision this commit
+/// records for the first time, and keeps the stored one on decisions made earlier: a
+/// browser-sent `by` never reaches a remote thread's audit trail.
+pub fn stamp_identity(stored: &ThreadRecord, commit: &mut Commit, identity: &str) {
+    let earlier = |seq: u64| -> Option<Option<String>> {
+        let run = stored.run.as_ref()?;
+        let open = run.audit.iter().find(|a| a.seq == seq)?;
+        open.decided_at.map(|_| open.decided_by.clone())
+    };
+    if let Some(run) = commit.run.as_mut() {
+        for open in &mut run.audit {
+            if open.decided_at.is_some() {
+                open.decided_by = earlier(open.seq).unwrap_or_else(|| Some(identity.to_owned()));
+            }
+        }
+    }
+    for a in &mut commit.audit {
+        if a.decision.is_some() {
+            a.decided_by = earlier(a.seq).unwrap_or_else(|| Some(identity.to_owned()));
+        }
+    }
+}
