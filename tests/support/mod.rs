@@ -20,6 +20,8 @@ pub struct Stored {
     pub status: Option<ThreadStatus>,
     /// The audit trail as the store keeps it: put by `seq`.
     pub audit: Vec<AuditRecord>,
+    /// Every commit applied, in order (what a store would have been sent).
+    pub commits: Vec<Commit>,
 }
 
 impl Stored {
@@ -33,6 +35,7 @@ impl Stored {
     }
 
     pub fn apply(&mut self, c: Commit) {
+        self.commits.push(c.clone());
         if let Some(t) = c.replace_tail {
             let last = self.messages.last_mut().expect("replace_tail needs a tail");
             assert_eq!(last.id, t.id, "the tail is rewritten in place");

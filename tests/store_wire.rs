@@ -1,0 +1,155 @@
+//! The remote store's protocol (`store::wire`, docs/design.md "Across devices"): commits made
+//! by the engine cross the wire unchanged, the handler's rules stamp the authorized identity
+//! on decisions, and refusals read back as the errors the local stores give.
+
+mod support;
+
+use gatehouse_agent::engine::Commit;
+use gatehouse_agent::store::wire::{
+    CommitRequest, WireError, action_of, remote_writer, stamp_identity,
+};
+use gatehouse_agent::store::{LEASE_MS, MemoryStore, StoreError, ThreadRecord};
+use serde_json::json;
+use support::*;
+
+/// A gated call approved by the browser's `by: "mallory"`, run, and answered: every commit
+/// the engine made on the way.
+fn approved_run() -> Vec<Commit> {
+    let mut h = Harness::new(standard_tools());
+    h.one_gated_call("c1", "/tmp/a.txt", "delete /tmp/a.txt");
+    h.script([answer("deleted")]);
+    h.decide_by(json!({"c1": "approve"}), Some("mallory"))
+        .expect("the decision is taken");
+    assert_eq!(h.executed.len(), 1, "the approved call ran");
+    h.store.commits.clone()
+}
+
+/// Plans `commits` one after another as the handler does: through the wire as JSON, with
+/// the handler's identity and writer, into a memory store.
+fn apply_remote(commits: &[Commit], identity: &str) -> (MemoryStore, ThreadRecord) {
+    let store = MemoryStore::open("wire");
+    let mut record = store.record("t", 1.0);
+    for (i, c) in commits.iter().enumerate() {
+        let request = CommitRequest {
+            commit_id: format!("w1:{i}"),
+            expected_version: record.version,
+            owner: "w1".into(),
+            keep: i + 1 < commits.len(),
+            commit: c.clone(),
+        };
+        let text = serde_json::to_string(&request).expect("a commit serializes");
+        let mut read: CommitRequest = serde_json::from_str(&text).expect("and reads back");
+        assert_eq!(read, request, "commit {i} crosses the wire unchanged");
+        stamp_identity(&record, &mut read.commit, identity);
+        let writer = remote_writer(&read.owner, read.keep, 10.0 + i as f64);
+        record = store
+            .commit(
+                "t",
+                read.expected_version,
+                &read.commit,
+                &writer,
+                10.0 + i as f64,
+            )
+            .expect("the commit is applied");
+    }
+    (store, record)
+}
+
+#[test]
+fn engine_commits_cross_the_wire_unchanged_and_name_their_action() {
+    let commits = approved_run();
+    let actions: Vec<&str> = commits.iter().map(action_of).collect();
+    // The user's message and the model's call (write), the decision with the call's start
+    // mark (no message appended: decide), the result and the answer (write).
+    assert_eq!(actions.first(), Some(&"write"));
+    assert!(
+        actions.contains(&"decide"),
+        "a decision appends nothing: {actions:?}"
+    );
+    assert_eq!(actions.last(), Some(&"write"));
+    apply_remote(&commits, "alice");
+}
+
+#[test]
+fn the_audit_trail_names_the_authorized_identity_not_the_browsers_by() {
+    let commits = approved_run();
+    let sent = serde_json::to_string(&commits).unwrap();
+    assert!(sent.contains("mallory"), "the browser sent its own `by`");
+    let (store, record) = apply_remote(&commits, "alice");
+    let rows = store
+        .rows(gatehouse_agent::store::page::Rows::Audit, "t", None, 10)
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    let audit: serde_json::Value = serde_json::from_str(&rows[0].json).unwrap();
+    assert_eq!(audit["decidedBy"], "alice");
+    assert_eq!(audit["outcome"], "ok", "the call ran: {audit}");
+    assert!(!serde_json::to_string(&record).unwrap().contains("mallory"));
+}
+
+#[test]
+fn a_decision_made_earlier_keeps_its_stored_identity() {
+    let commits = approved_run();
+    let decide = commits
+        .iter()
+        .position(|c| action_of(c) == "decide")
+        .unwrap();
+    // Alice decided; the commits after hers come from a device signed in as bob.
+    let (_, at_decision) = apply_remote(&commits[..=decide], "alice");
+    let mut later = commits[decide + 1].clone();
+    stamp_identity(&at_decision, &mut later, "bob");
+    let by: Vec<_> = later.audit.iter().map(|a| a.decided_by.clone()).collect();
+    assert_eq!(by, vec![Some("alice".to_owned())]);
+}
+
+#[test]
+fn a_remote_lease_is_judged_by_the_clock_alone() {
+    let w = remote_writer("a", true, 1_000.0);
+    let lease = w.lease.clone().unwrap();
+    assert!(!lease.locked && !w.lock_held);
+    assert_eq!(lease.until, 1_000.0 + LEASE_MS);
+    // Another device's writer: refused while the lease is live, let through once it lapsed.
+    let other = remote_writer("b", true, 2_000.0);
+    assert!(matches!(
+        other.may_write(Some(&lease), 2_000.0),
+        Err(StoreError::Owned { owner }) if owner == "a"
+    ));
+    assert!(other.may_write(Some(&lease), 1_000.0 + LEASE_MS).is_ok());
+    assert!(remote_writer("a", false, 0.0).lease.is_none());
+}
+
+#[test]
+fn refusals_read_back_as_the_local_stores_errors() {
+    for e in [
+        StoreError::Conflict {
+            expected: 3,
+            found: 4,
+        },
+        StoreError::Owned {
+            owner: "tab-1".into(),
+        },
+    ] {
+        let text = serde_json::to_string(&WireError::of(&e)).unwrap();
+        let back: WireError = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.into_store_error(), e);
+    }
+    let other = WireError::of(&StoreError::Quota("full".into())).into_store_error();
+    assert!(matches!(other, StoreError::Other(m) if m.starts_with("storage: ")));
+}
+
+#[test]
+fn a_commit_with_an_unknown_key_is_refused() {
+    let commits = approved_run();
+    let mut v = serde_json::to_value(CommitRequest {
+        commit_id: "x".into(),
+        expected_version: 0,
+        owner: "w".into(),
+        keep: false,
+        commit: commits[0].clone(),
+    })
+    .unwrap();
+    v["commit"]["apend"] = json!([]);
+    let e = serde_json::from_value::<CommitRequest>(v)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("apend"), "{e}");
+}
