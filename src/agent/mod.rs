@@ -365,5 +365,5 @@ impl Agent {
 }
 
 async fn open_store(storage: &Storage) -> Result<Store, AgentError> {
-    Store::open(storage.kind()?, &storage.database).await
+    Store::open(storage.kind()?, &storage.database, storage.remote.as_ref()).await
 }

@@ -140,7 +140,14 @@ export type ModelOptions =
   | { provider: "custom"; model?: string; contextWindow?: number;
       call: (request: CustomModelRequest) => CustomModelAnswer | Promise<CustomModelAnswer> };
 
-export interface StorageOptions { kind?: "indexeddb" | "memory"; database?: string; }
+/** Where threads live: this browser's IndexedDB (default) or memory, or the app's Postgres
+ *  behind the store handler it mounted at `url` (`gatehouse-agent/server`), with the headers
+ *  every request to it carries (`authorization`…): the thread follows the user to every
+ *  device. `database` names the IndexedDB database (and, for a remote thread, its local
+ *  copy). */
+export type StorageOptions =
+  | { kind?: "indexeddb" | "memory"; database?: string }
+  | { kind: "remote"; url: string; headers?: Record<string, string>; database?: string };
 
 export interface AgentOptions {
   threadId: string;
@@ -235,7 +242,7 @@ export type GatehouseErrorCode =
   | "conflict" | "not_suspended" | "invalid_decision" | "invalid_tool_results"
   | "unknown_call_id" | "expired" | "busy" | "network" | "provider" | "storage" | "invalid_config"
   | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal" | "context_overflow"
-  | "disposed" | "not_initialized";
+  | "unauthorized" | "disposed" | "not_initialized";
 
 /** Added to the class by the package entry (gatehouse.js). */
 export interface Agent {

@@ -165,6 +165,8 @@ pub enum StoreError {
     },
     /// The record was written by a newer release (this schema version): read only here.
     Newer(u32),
+    /// A remote store's handler refused this user the action (its `authorize` said no).
+    Unauthorized(String),
     Other(String),
 }
 
@@ -173,6 +175,7 @@ impl StoreError {
         match self {
             StoreError::Conflict { .. } => "conflict",
             StoreError::Owned { .. } => "busy",
+            StoreError::Unauthorized(_) => "unauthorized",
             StoreError::Quota(_)
             | StoreError::Unavailable(_)
             | StoreError::Corrupt(_)
@@ -209,6 +212,7 @@ impl fmt::Display for StoreError {
                 "this thread was written by a newer release of Gatehouse (schema {v}); this \
                  release (schema {SCHEMA_VERSION}) reads it but does not change it"
             ),
+            StoreError::Unauthorized(m) => write!(f, "not allowed: {m}"),
             StoreError::Other(m) => write!(f, "storage error: {m}"),
         }
     }

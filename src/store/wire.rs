@@ -161,6 +161,7 @@ impl WireError {
                 StoreError::Conflict { expected, found }
             }
             ("busy", _, _, Some(owner)) => StoreError::Owned { owner },
+            ("unauthorized", ..) => StoreError::Unauthorized(self.message),
             _ => StoreError::Other(format!("{}: {}", self.code, self.message)),
         }
     }
