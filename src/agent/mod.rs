@@ -7,6 +7,7 @@ mod tool;
 pub use options::{Model, OpenOptions, Storage};
 pub use tool::{NeedsApproval, ToolError};
 
+use crate::driver::changes;
 use crate::driver::error::AgentError;
 use crate::driver::live::{self, ThreadChange, ThreadListChange, ThreadsSubscription};
 use crate::driver::store::Store;
@@ -328,11 +329,16 @@ impl Agent {
     }
 
     /// Calls `listener` whenever a thread of the database is created, changes status or is
-    /// deleted, in this page or another tab.
+    /// deleted, in this page or another tab (for a remote store: on any device).
     pub fn subscribe_threads(
         storage: &Storage,
         listener: impl Fn(&ThreadListChange) + 'static,
     ) -> ThreadsSubscription {
+        if let (Some(at), Ok(controller)) = (&storage.remote, web_sys::AbortController::new()) {
+            let store = Rc::new(at.open(&storage.database));
+            changes::follow_list(store, controller.signal(), Rc::new(listener));
+            return ThreadsSubscription::remote(controller);
+        }
         live::subscribe_threads(&storage.database, Rc::new(listener))
     }
 

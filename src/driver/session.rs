@@ -42,6 +42,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
     session.borrow_mut().expiry = expiry::Timer::new(Rc::downgrade(&session));
     let name = session.borrow().lock.clone();
     live::connect(&session, &name);
+    changes::follow(&session);
     let mut snap = snap;
     for _ in 0..3 {
         let runs = session.borrow().runs;

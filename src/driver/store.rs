@@ -27,6 +27,15 @@ pub struct RemoteAt {
     pub headers: Vec<(String, String)>,
 }
 
+impl RemoteAt {
+    /// The store of this handler, named for this page's locks and notices after the
+    /// database and the URL.
+    pub fn open(&self, database: &str) -> RemoteStore {
+        let name = format!("{database}@{}", self.url);
+        RemoteStore::open(&self.url, self.headers.clone(), name)
+    }
+}
+
 #[derive(Clone)]
 pub enum Store {
     Memory(MemoryStore),
@@ -45,11 +54,7 @@ impl Store {
             (StorageKind::IndexedDb, _) => {
                 Store::IndexedDb(Rc::new(IndexedDbStore::open(database).await?))
             }
-            (StorageKind::Remote, Some(at)) => Store::Remote(Rc::new(RemoteStore::open(
-                &at.url,
-                at.headers.clone(),
-                format!("{database}@{}", at.url),
-            ))),
+            (StorageKind::Remote, Some(at)) => Store::Remote(Rc::new(at.open(database))),
             (StorageKind::Remote, None) => {
                 return Err(AgentError::InvalidConfig(
                     "`storage: { kind: \"remote\" }` needs the handler's `url`".into(),

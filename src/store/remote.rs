@@ -198,6 +198,33 @@ impl RemoteStore {
     }
 }
 
+impl RemoteStore {
+    /// Opens the handler's change stream (`GET B/changes`, SSE) for `thread`, or for every
+    /// thread the user may read; `link` ends it. `None` when the handler offers none (an
+    /// answer that is not a 2xx event stream): the caller polls instead.
+    pub async fn changes(
+        &self,
+        thread: Option<&str>,
+        link: &AbortLink,
+    ) -> Result<Option<fetch::BodyReader>, StoreError> {
+        let only = thread.map_or(String::new(), |t| {
+            format!("?thread={}", String::from(js_sys::encode_uri_component(t)))
+        });
+        let url = format!("{}/changes{only}", self.base);
+        let resp = fetch::send(Method::GET, &url, &self.headers, None, link)
+            .await
+            .map_err(|_| unavailable(&self.base, "the change stream"))?;
+        let sse = resp
+            .headers()
+            .get("content-type")
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        Ok(match resp.ok() && sse {
+            true => fetch::BodyReader::new(&resp),
+            false => None,
+        })
+    }
+}
+
 fn unavailable(base: &str, why: &str) -> StoreError {
     StoreError::Unavailable(format!(
         "the thread store at {base} cannot be reached ({why})"
