@@ -57,6 +57,8 @@ pub enum Status {
     Completed,
     AwaitingApproval,
     AwaitingToolResults,
+    /// The run goes on on a device that has the tool or the model this one lacks.
+    AwaitingDevice,
 }
 
 /// Why a completed run stopped, when it is not the model's own answer.
@@ -350,9 +352,11 @@ impl Agent {
             Some(Outcome::Completed { .. }) => Status::Completed,
             Some(Outcome::AwaitingApproval) => Status::AwaitingApproval,
             Some(Outcome::AwaitingToolResults) => Status::AwaitingToolResults,
+            Some(Outcome::AwaitingDevice) => Status::AwaitingDevice,
             None => match g.engine.status() {
                 ThreadStatus::AwaitingApproval => Status::AwaitingApproval,
                 ThreadStatus::AwaitingToolResults => Status::AwaitingToolResults,
+                ThreadStatus::AwaitingDevice => Status::AwaitingDevice,
                 ThreadStatus::Idle | ThreadStatus::Interrupted => Status::Completed,
             },
         };

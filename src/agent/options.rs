@@ -211,6 +211,9 @@ fn has_indexed_db() -> bool {
 pub struct OpenOptions {
     pub(crate) thread_id: String,
     pub(crate) model: Model,
+    /// A model was given (a remote thread opened without one leaves the model's turns to
+    /// a device that has one).
+    model_given: bool,
     pub(crate) instructions: Option<String>,
     pub(crate) tools: Vec<Tool>,
     pub(crate) storage: Storage,
@@ -225,6 +228,7 @@ impl OpenOptions {
         OpenOptions {
             thread_id: thread_id.into(),
             model: Model::demo(),
+            model_given: false,
             instructions: None,
             tools: Vec::new(),
             storage: Storage::default(),
@@ -234,9 +238,11 @@ impl OpenOptions {
         }
     }
 
-    /// The model (default: the offline demo model).
+    /// The model (default: the offline demo model; on a remote thread, none: a device that
+    /// has one answers).
     pub fn model(mut self, model: Model) -> OpenOptions {
         self.model = model;
+        self.model_given = true;
         self
     }
 
@@ -293,6 +299,10 @@ impl OpenOptions {
             }
         }
         let mut config = EngineConfig::default();
+        // A remote thread is shared with other devices: what this one lacks, another may
+        // have (docs/design.md, "Across devices").
+        config.tools_elsewhere = self.storage.kind == Some(StorageKind::Remote);
+        config.model_here = self.model_given || !config.tools_elsewhere;
         match self.max_steps {
             None => {}
             Some(n) if n >= 1 => config.max_steps = n.min(1000),

@@ -8,6 +8,7 @@ use super::fetch::{self, AbortLink};
 use super::live::{self, ListListener, ThreadListChange};
 use super::store::Store;
 use super::{Session, Shared};
+use crate::engine::ThreadStatus;
 use crate::providers::sse::SseParser;
 use crate::store::RemoteStore;
 use crate::store::summary::AgentStatus;
@@ -46,6 +47,27 @@ pub fn follow(s: &Shared) {
     };
     let thread = s.borrow().thread_id.clone();
     wasm_bindgen_futures::spawn_local(stream(store, Some(thread), signal, Rc::new(on_change)));
+}
+
+/// Takes over a run another device handed on (`stored`, the status its last write left, is
+/// `awaiting_device`) when this agent can do the next step (its engine sees the thread as
+/// `interrupted`: it has the tool, or the model): the run goes on here by itself, as a
+/// `retry()` would. Exactly once across devices as any run: the handler's lease and version
+/// admit one of the devices that try; the others are refused (`busy`, `conflict`) and stop.
+pub fn go_on(s: &Shared, stored: ThreadStatus) {
+    let ready = {
+        let g = s.borrow();
+        stored == ThreadStatus::AwaitingDevice
+            && !g.running
+            && g.engine.status() == ThreadStatus::Interrupted
+            && matches!(g.store, Store::Remote(_))
+    };
+    if ready {
+        let s = s.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let _ = super::run(&s, super::Input::Retry, &super::RunOptions::default()).await;
+        });
+    }
 }
 
 /// Calls `listener` for every change to a thread of the remote store: its status read from

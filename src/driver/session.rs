@@ -71,6 +71,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
     // leaves the thread as a failed run would: `retry` goes on.
     let _ = expiry::expire_due(&session, &RunOptions::default()).await;
     expiry::rearm(&mut session.borrow_mut());
+    changes::go_on(&session, snap.record.status());
     Ok(session)
 }
 
@@ -174,6 +175,7 @@ pub async fn reload(s: &Shared) -> Result<(), AgentError> {
     }
     take(&mut s.borrow_mut(), &snap);
     observe(s, &snap, runs).await;
+    changes::go_on(s, snap.record.status());
     Ok(())
 }
 

@@ -69,7 +69,7 @@ export type DecisionFor<T> = T extends Tool<infer I> ? Decision<I> : Decision;
 export type Decisions = Record<string, Decision>;
 
 export interface AgentState {
-  status: "completed" | "awaiting_approval" | "awaiting_tool_results";
+  status: "completed" | "awaiting_approval" | "awaiting_tool_results" | "awaiting_device";
   message: Message | null;
   /** Set when the run stopped because it reached `maxSteps` model calls. */
   stopReason?: "max_steps";
@@ -77,7 +77,8 @@ export interface AgentState {
 export interface ConflictState { status: "conflict"; error: string; }
 /** `"running"`: this agent, another tab, or another `Agent` in this page is running the thread. */
 export type ThreadStatus =
-  | "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "running";
+  | "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "awaiting_device"
+  | "running";
 export type HandleBody =
   | { message: string } | { decisions: Decisions; by?: string } | { toolResults: Record<string, unknown> };
 
@@ -178,7 +179,8 @@ export type AgentEvent =
   | { type: "retry"; attempt: number; delayMs: number;
       /** `status`: the HTTP status of a provider's error (429: rate limited). */
       error: { code: string; message: string; status?: number } }
-  | { type: "completed" | "awaiting_approval" | "awaiting_tool_results"; message: Message | null };
+  | { type: "completed" | "awaiting_approval" | "awaiting_tool_results" | "awaiting_device";
+      message: Message | null };
 
 export interface RunOptions {
   signal?: AbortSignal; onEvent?: (event: AgentEvent) => void;
