@@ -106,7 +106,7 @@ async fn stream(
         let Ok(link) = AbortLink::new(Some(&signal)) else {
             return;
         };
-        match store.changes(thread.as_deref(), &link).await {
+        match store.changes(&link).await {
             Ok(Some(mut body)) => {
                 wait = FIRST_WAIT_MS;
                 // Notices sent before the stream was open (or while it was down) are lost:

@@ -199,18 +199,11 @@ impl RemoteStore {
 }
 
 impl RemoteStore {
-    /// Opens the handler's change stream (`GET B/changes`, SSE) for `thread`, or for every
-    /// thread the user may read; `link` ends it. `None` when the handler offers none (an
-    /// answer that is not a 2xx event stream): the caller polls instead.
-    pub async fn changes(
-        &self,
-        thread: Option<&str>,
-        link: &AbortLink,
-    ) -> Result<Option<fetch::BodyReader>, StoreError> {
-        let only = thread.map_or(String::new(), |t| {
-            format!("?thread={}", String::from(js_sys::encode_uri_component(t)))
-        });
-        let url = format!("{}/changes{only}", self.base);
+    /// Opens the handler's change stream (`GET B/changes`, SSE): every change to a thread
+    /// the user may read; `link` ends it. `None` when the handler offers none (an answer that
+    /// is not a 2xx event stream): the caller polls instead.
+    pub async fn changes(&self, link: &AbortLink) -> Result<Option<fetch::BodyReader>, StoreError> {
+        let url = format!("{}/changes", self.base);
         let resp = fetch::send(Method::GET, &url, &self.headers, None, link)
             .await
             .map_err(|_| unavailable(&self.base, "the change stream"))?;

@@ -83,7 +83,7 @@ test('a phone without the tool approves; the desktop runs the call exactly once,
     return window.agent.lastMessage()?.content?.[0]?.content;
   });
   assert.equal(phoneEnd, 'Deleted /old.log.');
-  const rows = await remote.pool.query('select count(*)::int as n from gatehouse_messages where thread_id = $1', [threadId]).catch(() => null);
+  const rows = await remote.pool.query('select count(*)::int as n from gatehouse_messages where thread = $1', [threadId]).catch(() => null);
   if (rows) assert.equal(rows.rows[0].n, 4, 'user, call, result, answer: stored once each');
 });
 
