@@ -54,7 +54,10 @@ impl Store {
             (StorageKind::IndexedDb, _) => {
                 Store::IndexedDb(Rc::new(IndexedDbStore::open(database).await?))
             }
-            (StorageKind::Remote, Some(at)) => Store::Remote(Rc::new(at.open(database))),
+            (StorageKind::Remote, Some(at)) => {
+                let copy = format!("{database}:remote");
+                Store::Remote(Rc::new(at.open(database).with_copy(&copy).await))
+            }
             (StorageKind::Remote, None) => {
                 return Err(AgentError::InvalidConfig(
                     "`storage: { kind: \"remote\" }` needs the handler's `url`".into(),

@@ -20,7 +20,7 @@ pub use ownership::{
     must_recover,
 };
 pub use record::{
-    CommitPlan, MessageRow, SCHEMA_VERSION, Snapshot, StoreError, Stored, ThreadRecord,
+    CommitPlan, MessageRow, Queued, SCHEMA_VERSION, Snapshot, StoreError, Stored, ThreadRecord,
     check_writable, plan_commit,
 };
 #[cfg(target_arch = "wasm32")]

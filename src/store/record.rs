@@ -60,6 +60,26 @@ pub struct ThreadRecord {
     /// answer, so it never applies to another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_size: Option<RequestSize>,
+    /// A remote thread's local copy only: what was said on this device while the thread's
+    /// store could not be reached, oldest first, sent when it can (docs/design.md, "Across
+    /// devices"). Never part of a record a store plans or a handler keeps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outbox: Vec<Queued>,
+}
+
+/// An input waiting in a remote thread's outbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum Queued {
+    /// A user message, with the id it is stored under (so a copy that landed before its
+    /// answer was lost is recognised, not sent twice).
+    Message { id: String, text: String },
+    /// Decisions, in the JS API's JSON form, and who made them.
+    Decisions {
+        decisions: serde_json::Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -84,6 +104,7 @@ impl ThreadRecord {
             lease: None,
             audit_count: 0,
             request_size: None,
+            outbox: Vec::new(),
         }
     }
 

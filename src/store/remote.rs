@@ -13,7 +13,7 @@ use super::wire::{
     CommitRequest, Committed, ErrorBody, LeaseOp, LeaseRequest, Leased, Loaded, RowsPage,
     ThreadList,
 };
-use super::{MessageRow, Snapshot, StoreError, ThreadRecord, Writer};
+use super::{IndexedDbStore, MessageRow, Snapshot, StoreError, ThreadRecord, Writer};
 use crate::driver::fetch::{self, AbortLink, FetchError};
 use crate::engine::Commit;
 use gloo_net::http::Method;
@@ -33,6 +33,9 @@ pub struct RemoteStore {
     /// Makes commit ids unique: this store's random prefix and a counter.
     prefix: String,
     next: Cell<u64>,
+    /// This device's copy of what it read and wrote, in IndexedDB: the thread stays readable
+    /// while the handler cannot be reached (`None` where there is no IndexedDB).
+    copy: Option<IndexedDbStore>,
 }
 
 impl RemoteStore {
@@ -45,7 +48,35 @@ impl RemoteStore {
             name,
             prefix: format!("{:x}", (js_sys::Math::random() * 2f64.powi(52)) as u64),
             next: Cell::new(0),
+            copy: None,
         }
+    }
+
+    /// Keeps this device's copy in the IndexedDB database `database` (if it opens).
+    pub async fn with_copy(mut self, database: &str) -> RemoteStore {
+        self.copy = IndexedDbStore::open(database).await.ok();
+        self
+    }
+
+    /// The copy, when the handler could not be reached (`e` is `Unavailable`).
+    fn offline(&self, e: &StoreError) -> Option<&IndexedDbStore> {
+        match e {
+            StoreError::Unavailable(_) => self.copy.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Writes what was read or written to the copy. A copy that cannot be written only costs
+    /// offline reading: the handler has the thread.
+    async fn keep(&self, record: &ThreadRecord, rows: &[MessageRow], audit: &[MessageRow]) {
+        if let Some(copy) = &self.copy {
+            let _ = copy.mirror(record, rows, audit).await;
+        }
+    }
+
+    /// The thread as this device last saw it, with what waits in its outbox.
+    pub async fn copied(&self, thread: &str, now: f64) -> Option<ThreadRecord> {
+        self.copy.as_ref()?.record(thread, now).await.ok()
     }
 
     pub fn name(&self) -> &str {
@@ -103,18 +134,32 @@ impl RemoteStore {
         self.call(Method::POST, url, Some(&text)).await
     }
 
+    /// The thread from the handler; while it cannot be reached, from this device's copy.
     pub async fn load(&self, thread: &str, now: f64) -> Result<Snapshot, StoreError> {
-        let l: Loaded = self
+        let l: Loaded = match self
             .call(Method::GET, &self.thread_url(thread, ""), None)
-            .await?;
+            .await
+        {
+            Ok(l) => l,
+            Err(e) => match self.offline(&e) {
+                Some(copy) => return copy.load(thread, now).await.map_err(|_| e),
+                None => return Err(e),
+            },
+        };
+        let record = l.record.unwrap_or_else(|| ThreadRecord::new(thread, now));
         let tail = match l.tail {
-            Some(json) => Some(MessageRow { seq: 0, json }.message()?),
+            Some(json) => {
+                let row = MessageRow {
+                    seq: record.message_count,
+                    json,
+                };
+                let tail = row.message()?;
+                self.keep(&record, &[row], &[]).await;
+                Some(tail)
+            }
             None => None,
         };
-        Ok(Snapshot {
-            record: l.record.unwrap_or_else(|| ThreadRecord::new(thread, now)),
-            tail,
-        })
+        Ok(Snapshot { record, tail })
     }
 
     /// Commits at the handler. The lease the record gets is the handler's (its clock); the
@@ -140,10 +185,14 @@ impl RemoteStore {
         loop {
             match self.post::<_, Committed>(&url, &request).await {
                 Err(StoreError::Unavailable(m)) => match waits.next() {
-                    Some(&ms) => pause(ms).await,
-                    None => return Err(StoreError::Unavailable(m)),
+                    Some(&ms) if online() => pause(ms).await,
+                    _ => return Err(StoreError::Unavailable(m)),
                 },
-                other => return other.map(|c| c.record),
+                Ok(c) => {
+                    self.keep(&c.record, &rows_of(&c.record, commit), &[]).await;
+                    return Ok(c.record);
+                }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -181,20 +230,44 @@ impl RemoteStore {
         };
         let before = before_seq.map_or(String::new(), |s| format!("&before={s}"));
         let url = self.thread_url(thread, &format!("/{what}?limit={limit}{before}"));
-        let page: RowsPage = self.call(Method::GET, &url, None).await?;
-        Ok(page.rows.into_iter().map(MessageRow::from).collect())
+        let page: RowsPage = match self.call(Method::GET, &url, None).await {
+            Ok(p) => p,
+            Err(e) => match self.offline(&e) {
+                Some(copy) => return copy.rows(kind, thread, before_seq, limit).await,
+                None => return Err(e),
+            },
+        };
+        let rows: Vec<MessageRow> = page.rows.into_iter().map(MessageRow::from).collect();
+        if let Some(copy) = &self.copy {
+            if let Ok(record) = copy.record(thread, 0.0).await {
+                let (m, a) = match kind {
+                    Rows::Messages => (&rows[..], &[][..]),
+                    Rows::Audit => (&[][..], &rows[..]),
+                };
+                self.keep(&record, m, a).await;
+            }
+        }
+        Ok(rows)
     }
 
     pub async fn list(&self) -> Result<Vec<ThreadRecord>, StoreError> {
         let url = format!("{}/threads", self.base);
-        let l: ThreadList = self.call(Method::GET, &url, None).await?;
-        Ok(l.threads)
+        match self.call::<ThreadList>(Method::GET, &url, None).await {
+            Ok(l) => Ok(l.threads),
+            Err(e) => match self.offline(&e) {
+                Some(copy) => copy.list().await,
+                None => Err(e),
+            },
+        }
     }
 
     pub async fn delete(&self, thread: &str) -> Result<(), StoreError> {
         self.call::<serde::de::IgnoredAny>(Method::DELETE, &self.thread_url(thread, ""), None)
-            .await
-            .map(|_| ())
+            .await?;
+        if let Some(copy) = &self.copy {
+            let _ = copy.delete(thread).await;
+        }
+        Ok(())
     }
 }
 
@@ -218,10 +291,31 @@ impl RemoteStore {
     }
 }
 
+/// The message rows a commit the handler applied wrote, numbered from the record it left.
+fn rows_of(record: &ThreadRecord, commit: &Commit) -> Vec<MessageRow> {
+    let base = record.message_count - commit.append.len() as u64;
+    let tail = commit.replace_tail.iter().map(|m| (base, m));
+    let appended = (base + 1..).zip(&commit.append);
+    tail.chain(appended)
+        .map(|(seq, m)| MessageRow {
+            seq,
+            json: m.to_json_string(),
+        })
+        .collect()
+}
+
 fn unavailable(base: &str, why: &str) -> StoreError {
     StoreError::Unavailable(format!(
         "the thread store at {base} cannot be reached ({why})"
     ))
+}
+
+/// What the browser says of its network (`navigator.onLine`): false means surely offline.
+pub fn online() -> bool {
+    let navigator = js_sys::Reflect::get(&js_sys::global(), &"navigator".into());
+    navigator
+        .and_then(|n| js_sys::Reflect::get(&n, &"onLine".into()))
+        .map_or(true, |v| v.as_bool() != Some(false))
 }
 
 async fn pause(ms: u64) {
