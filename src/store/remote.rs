@@ -13,7 +13,7 @@ use super::wire::{
     CommitRequest, Committed, ErrorBody, LeaseOp, LeaseRequest, Leased, Loaded, RowsPage,
     ThreadList,
 };
-use super::{IndexedDbStore, MessageRow, Snapshot, StoreError, ThreadRecord, Writer};
+use super::{IndexedDbStore, MessageRow, Queued, Snapshot, StoreError, ThreadRecord, Writer};
 use crate::driver::fetch::{self, AbortLink, FetchError};
 use crate::engine::Commit;
 use gloo_net::http::Method;
@@ -74,9 +74,23 @@ impl RemoteStore {
         }
     }
 
-    /// The thread as this device last saw it, with what waits in its outbox.
-    pub async fn copied(&self, thread: &str, now: f64) -> Option<ThreadRecord> {
-        self.copy.as_ref()?.record(thread, now).await.ok()
+    /// What waits in the thread's outbox on this device, oldest first.
+    pub async fn outbox(&self, thread: &str) -> Vec<Queued> {
+        match &self.copy {
+            Some(copy) => copy.record(thread, 0.0).await.map(|r| r.outbox),
+            None => Ok(Vec::new()),
+        }
+        .unwrap_or_default()
+    }
+
+    /// Replaces the thread's outbox on this device.
+    pub async fn set_outbox(&self, thread: &str, outbox: Vec<Queued>) -> Result<(), StoreError> {
+        match &self.copy {
+            Some(copy) => copy.set_outbox(thread, outbox).await,
+            None => Err(StoreError::Unavailable(
+                "there is no IndexedDB here to keep what waits to be sent".into(),
+            )),
+        }
     }
 
     pub fn name(&self) -> &str {
