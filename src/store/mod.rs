@@ -1,7 +1,7 @@
 //! Thread storage: the record/message model and its commit rule (pure), the memory store, and
 //! on wasm the IndexedDB store.
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub mod indexeddb;
 pub mod memory;
 pub mod ownership;
@@ -10,7 +10,7 @@ mod record;
 pub mod summary;
 pub mod wire;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use indexeddb::IndexedDbStore;
 pub use memory::MemoryStore;
 pub use ownership::{
