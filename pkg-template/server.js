@@ -366,6 +366,10 @@ function tooLarge(max) {
 async function transaction(pool, fn, begin = "BEGIN") {
   for (let attempt = 0; ; attempt++) {
     const client = await pool.connect();
+    // A connection that dies mid-transaction fails the query under way; the client's own
+    // `error` event must not become an uncaught exception in the app.
+    const ignore = () => {};
+    client.on?.("error", ignore);
     let broken = false;
     try {
       await client.query(begin);
@@ -379,6 +383,7 @@ async function transaction(pool, fn, begin = "BEGIN") {
       throw e;
     } finally {
       // A client that failed mid-transaction is not given back: it may be dead.
+      client.off?.("error", ignore);
       client.release(broken ? true : undefined);
     }
   }
@@ -794,6 +799,14 @@ export function toNodeListener(handle) {
   return async (req, res) => {
     const controller = new AbortController();
     res.on("close", () => controller.abort());
+    // A body the handler did not read to its end (a 413): drained, so the client gets the
+    // answer rather than a reset connection.
+    res.on("finish", () => {
+      if (!req.complete) {
+        req.removeAllListeners("data");
+        req.resume();
+      }
+    });
     const headers = new Headers();
     for (const [k, v] of Object.entries(req.headers)) {
       if (k.startsWith(":") || v === undefined) continue;

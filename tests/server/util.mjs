@@ -78,3 +78,15 @@ export async function stored(pool, id) {
       ORDER BY commit_id`)).map((r) => r.commit_id),
   };
 }
+
+/** Everything the handler's tables hold, to show that a refused request changed nothing. */
+export async function everything(pool) {
+  const out = {};
+  for (const [table, order] of [["gatehouse_threads", "id"], ["gatehouse_messages", "thread, seq"],
+    ["gatehouse_audit", "thread, seq"], ["gatehouse_commits", "thread, commit_id"],
+    ["gatehouse_changes", "seq"], ["gatehouse_change_counter", "id"],
+    ["gatehouse_schema", "id"]]) {
+    out[table] = (await pool.query(`SELECT * FROM ${table} ORDER BY ${order}`)).rows;
+  }
+  return out;
+}
