@@ -304,7 +304,13 @@ function threadIdOf(raw) {
 }
 
 async function identityOf(ctx, request, threadId, action) {
-  const who = await ctx.authorize(request, { threadId, action });
+  let who;
+  try {
+    who = await ctx.authorize(request, { threadId, action });
+  } catch {
+    // The app's error text stays on the server.
+    throw new Refusal(500, "storage", `authorize failed; nothing was read or written`);
+  }
   if (typeof who !== "string" || who === "") {
     throw new Refusal(403, "unauthorized",
       threadId === null ? `not allowed to ${action}` : `not allowed to ${action} this thread`);

@@ -24,16 +24,7 @@ fn refusal(status: u16, error: WireError) -> String {
 }
 
 fn invalid(message: String) -> String {
-    refusal(
-        400,
-        WireError {
-            code: "invalid_request".into(),
-            message,
-            expected: None,
-            found: None,
-            owner: None,
-        },
-    )
+    refusal(400, WireError::new("invalid_request", message))
 }
 
 /// A store refusal: `conflict` and `busy` are the caller's to retry (409); the rest (a
@@ -250,6 +241,26 @@ mod tests {
             (v["status"].as_u64(), v["error"]["code"].as_str()),
             (Some(500), Some("storage"))
         );
+    }
+
+    #[test]
+    fn a_newer_or_unreadable_record_reads_back_as_the_local_stores_say() {
+        let newer = ThreadRecord {
+            schema_version: 99,
+            ..ThreadRecord::new("t", 0.0)
+        };
+        let text = serde_json::to_string(&newer).unwrap();
+        let v = value(&plan_lease(
+            "t",
+            Some(&text),
+            r#"{"owner":"a","op":"renew"}"#,
+            0.0,
+        ));
+        let e: WireError = serde_json::from_value(v["error"].clone()).unwrap();
+        assert_eq!(e.into_store_error(), StoreError::Newer(99));
+        let v = value(&read_record("t", "{}"));
+        let e: WireError = serde_json::from_value(v["error"].clone()).unwrap();
+        assert!(matches!(e.into_store_error(), StoreError::Corrupt(_)));
     }
 
     #[test]
