@@ -65,6 +65,10 @@ pub enum Event<'a> {
     AwaitingToolResults {
         message: Option<Cow<'a, Message>>,
     },
+    /// The run goes on on another device (docs/design.md, "Across devices").
+    AwaitingDevice {
+        message: Option<Cow<'a, Message>>,
+    },
 }
 
 /// The error of a `retry` event: the error's stable code, its message, and for a provider's
@@ -85,6 +89,7 @@ impl<'a> Event<'a> {
             Outcome::Completed { .. } => Event::Completed { message },
             Outcome::AwaitingApproval => Event::AwaitingApproval { message },
             Outcome::AwaitingToolResults => Event::AwaitingToolResults { message },
+            Outcome::AwaitingDevice => Event::AwaitingDevice { message },
         }
     }
 }

@@ -526,7 +526,13 @@ fn an_unknown_tool_gets_an_error_result_listing_the_tools() {
 
 #[test]
 fn an_unknown_tool_loop_is_bounded_by_max_steps() {
-    let mut h = Harness::with_config(standard_tools(), EngineConfig { max_steps: 3 });
+    let mut h = Harness::with_config(
+        standard_tools(),
+        EngineConfig {
+            max_steps: 3,
+            ..EngineConfig::default()
+        },
+    );
     h.script((0..10).map(|i| calls(vec![call(&format!("c{i}"), "nope", json!({}))])));
     assert_eq!(
         h.chat("go").unwrap(),

@@ -67,6 +67,9 @@ fn examples() -> Vec<Event<'static>> {
             message: Some(Cow::Owned(pending.clone())),
         },
         Event::AwaitingToolResults {
+            message: Some(Cow::Owned(pending.clone())),
+        },
+        Event::AwaitingDevice {
             message: Some(Cow::Owned(pending)),
         },
     ]

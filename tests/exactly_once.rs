@@ -333,7 +333,13 @@ fn log_clear(h: &mut Harness) {
 #[test]
 fn the_write_before_a_max_steps_stop_is_the_runs_last() {
     // The run's last write clears its lease (docs/design.md): the driver must know which it is.
-    let mut h = Harness::with_config(standard_tools(), EngineConfig { max_steps: 1 });
+    let mut h = Harness::with_config(
+        standard_tools(),
+        EngineConfig {
+            max_steps: 1,
+            ..EngineConfig::default()
+        },
+    );
     h.script([calls(vec![call("c1", "list_files", json!({}))])]);
     h.engine.user_message("list", T0).unwrap();
     let mut last_write_ends = Vec::new();

@@ -7,6 +7,7 @@ mod tool;
 pub use options::{Model, OpenOptions, Storage};
 pub use tool::{NeedsApproval, ToolError};
 
+use crate::driver::changes;
 use crate::driver::error::AgentError;
 use crate::driver::live::{self, ThreadChange, ThreadListChange, ThreadsSubscription};
 use crate::driver::store::Store;
@@ -56,6 +57,8 @@ pub enum Status {
     Completed,
     AwaitingApproval,
     AwaitingToolResults,
+    /// The run goes on on a device that has the tool or the model this one lacks.
+    AwaitingDevice,
 }
 
 /// Why a completed run stopped, when it is not the model's own answer.
@@ -328,11 +331,16 @@ impl Agent {
     }
 
     /// Calls `listener` whenever a thread of the database is created, changes status or is
-    /// deleted, in this page or another tab.
+    /// deleted, in this page or another tab (for a remote store: on any device).
     pub fn subscribe_threads(
         storage: &Storage,
         listener: impl Fn(&ThreadListChange) + 'static,
     ) -> ThreadsSubscription {
+        if let (Some(at), Ok(controller)) = (&storage.remote, web_sys::AbortController::new()) {
+            let store = Rc::new(at.open(&storage.database));
+            changes::follow_list(store, controller.signal(), Rc::new(listener));
+            return ThreadsSubscription::remote(controller);
+        }
         live::subscribe_threads(&storage.database, Rc::new(listener))
     }
 
@@ -344,9 +352,11 @@ impl Agent {
             Some(Outcome::Completed { .. }) => Status::Completed,
             Some(Outcome::AwaitingApproval) => Status::AwaitingApproval,
             Some(Outcome::AwaitingToolResults) => Status::AwaitingToolResults,
+            Some(Outcome::AwaitingDevice) => Status::AwaitingDevice,
             None => match g.engine.status() {
                 ThreadStatus::AwaitingApproval => Status::AwaitingApproval,
                 ThreadStatus::AwaitingToolResults => Status::AwaitingToolResults,
+                ThreadStatus::AwaitingDevice => Status::AwaitingDevice,
                 ThreadStatus::Idle | ThreadStatus::Interrupted => Status::Completed,
             },
         };
@@ -365,5 +375,5 @@ impl Agent {
 }
 
 async fn open_store(storage: &Storage) -> Result<Store, AgentError> {
-    Store::open(storage.kind()?, &storage.database).await
+    Store::open(storage.kind()?, &storage.database, storage.remote.as_ref()).await
 }

@@ -5,7 +5,7 @@ use crate::driver::RunOptions;
 use crate::driver::error::AgentError;
 use crate::driver::events::Emitter;
 use crate::driver::model::{CustomModel, ModelHandle, ModelRequest};
-use crate::driver::store::StorageKind;
+use crate::driver::store::{RemoteAt, StorageKind};
 use crate::driver::tools::Tool;
 use crate::engine::{EngineConfig, ModelOutput, check_tool_name};
 use crate::event::Event;
@@ -126,11 +126,13 @@ impl Model {
 }
 
 /// Where threads are stored: IndexedDB (the default in browsers) or this page's memory, in
-/// the database named `database` (default `"gatehouse"`).
+/// the database named `database` (default `"gatehouse"`), or the app's Postgres behind its
+/// store handler ([`Storage::remote`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Storage {
     pub(crate) kind: Option<StorageKind>,
     pub(crate) database: String,
+    pub(crate) remote: Option<RemoteAt>,
 }
 
 impl Default for Storage {
@@ -138,29 +140,45 @@ impl Default for Storage {
         Storage {
             kind: None,
             database: "gatehouse".into(),
+            remote: None,
         }
     }
 }
 
 impl Storage {
     pub fn indexed_db(database: &str) -> Storage {
-        Storage {
-            kind: Some(StorageKind::IndexedDb),
-            database: database.to_owned(),
-        }
+        Storage::of(Some(StorageKind::IndexedDb), Some(database.into()))
     }
 
     pub fn memory(database: &str) -> Storage {
+        Storage::of(Some(StorageKind::Memory), Some(database.into()))
+    }
+
+    /// The app's Postgres behind the store handler mounted at `url` (docs/design.md,
+    /// "Across devices"): the thread follows the user to every device.
+    pub fn remote(url: &str) -> Storage {
         Storage {
-            kind: Some(StorageKind::Memory),
-            database: database.to_owned(),
+            remote: Some(RemoteAt {
+                url: url.to_owned(),
+                headers: Vec::new(),
+            }),
+            ..Storage::of(Some(StorageKind::Remote), None)
         }
+    }
+
+    /// A header every request to the remote store's handler carries (`authorization`…).
+    pub fn header(mut self, name: &str, value: &str) -> Storage {
+        if let Some(at) = self.remote.as_mut() {
+            at.headers.push((name.to_owned(), value.to_owned()));
+        }
+        self
     }
 
     pub(crate) fn of(kind: Option<StorageKind>, database: Option<String>) -> Storage {
         Storage {
             kind,
             database: database.unwrap_or_else(|| "gatehouse".into()),
+            remote: None,
         }
     }
 
@@ -193,6 +211,9 @@ fn has_indexed_db() -> bool {
 pub struct OpenOptions {
     pub(crate) thread_id: String,
     pub(crate) model: Model,
+    /// A model was given (a remote thread opened without one leaves the model's turns to
+    /// a device that has one).
+    model_given: bool,
     pub(crate) instructions: Option<String>,
     pub(crate) tools: Vec<Tool>,
     pub(crate) storage: Storage,
@@ -207,6 +228,7 @@ impl OpenOptions {
         OpenOptions {
             thread_id: thread_id.into(),
             model: Model::demo(),
+            model_given: false,
             instructions: None,
             tools: Vec::new(),
             storage: Storage::default(),
@@ -216,9 +238,11 @@ impl OpenOptions {
         }
     }
 
-    /// The model (default: the offline demo model).
+    /// The model (default: the offline demo model; on a remote thread, none: a device that
+    /// has one answers).
     pub fn model(mut self, model: Model) -> OpenOptions {
         self.model = model;
+        self.model_given = true;
         self
     }
 
@@ -275,6 +299,10 @@ impl OpenOptions {
             }
         }
         let mut config = EngineConfig::default();
+        // A remote thread is shared with other devices: what this one lacks, another may
+        // have (docs/design.md, "Across devices").
+        config.tools_elsewhere = self.storage.kind == Some(StorageKind::Remote);
+        config.model_here = self.model_given || !config.tools_elsewhere;
         match self.max_steps {
             None => {}
             Some(n) if n >= 1 => config.max_steps = n.min(1000),

@@ -7,7 +7,7 @@
 //! so gloo-net only ever sees our own [`AbortLink`] signal, aborted with an `Error` of ours.
 
 use crate::convert::describe;
-use gloo_net::http::{Request, Response};
+use gloo_net::http::{Method, RequestBuilder, Response};
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -119,17 +119,33 @@ pub async fn post(
     body: &str,
     link: &AbortLink,
 ) -> Result<Response, FetchError> {
+    send(Method::POST, url, headers, Some(body), link).await
+}
+
+/// Sends a `method` request with `body` (none for GET and DELETE); resolves once the
+/// response headers are in (any status).
+pub async fn send(
+    method: Method,
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<&str>,
+    link: &AbortLink,
+) -> Result<Response, FetchError> {
     // Built by hand: gloo-net's `header()` throws into JS on a value fetch refuses.
     let h = web_sys::Headers::new().map_err(|e| FetchError::BadRequest(describe(&e)))?;
     for (k, v) in headers {
         h.set(k, v)
             .map_err(|e| FetchError::BadRequest(format!("the header {k}: {}", describe(&e))))?;
     }
-    let request = Request::post(url)
+    let builder = RequestBuilder::new(url)
+        .method(method)
         .headers(gloo_net::http::Headers::from_raw(h))
-        .abort_signal(Some(&link.signal()))
-        .body(body)
-        .map_err(|e| FetchError::BadRequest(e.to_string()))?;
+        .abort_signal(Some(&link.signal()));
+    let request = match body {
+        Some(b) => builder.body(b),
+        None => builder.build(),
+    }
+    .map_err(|e| FetchError::BadRequest(e.to_string()))?;
     request.send().await.map_err(|e| link.error(e))
 }
 

@@ -29,6 +29,8 @@ pub struct Live {
     /// The database's thread-list channel, opened at the first status change and kept (a
     /// run changes the status twice: opening a channel each time cost more than the post).
     list: Option<BroadcastChannel>,
+    /// A remote thread's change stream (`changes::follow`): aborted with the agent.
+    pub(super) remote: Option<web_sys::AbortController>,
 }
 
 impl Drop for Live {
@@ -39,6 +41,9 @@ impl Drop for Live {
         }
         if let Some(c) = self.list.take() {
             c.close();
+        }
+        if let Some(c) = self.remote.take() {
+            c.abort();
         }
     }
 }
@@ -114,14 +119,31 @@ pub fn deleted(database: &str, thread_id: &str) {
 #[derive(Clone)]
 pub struct ThreadsSubscription(Rc<RefCell<Option<ListSub>>>);
 
-type ListSub = (BroadcastChannel, Closure<dyn FnMut(MessageEvent)>);
+enum ListSub {
+    /// The channel, and its listener (kept alive while the channel may call it).
+    Channel(
+        BroadcastChannel,
+        #[allow(dead_code)] Closure<dyn FnMut(MessageEvent)>,
+    ),
+    /// A remote store's change stream (`changes::follow_list`).
+    Remote(web_sys::AbortController),
+}
 
 impl ThreadsSubscription {
     pub fn cancel(&self) {
-        if let Some((channel, _)) = self.0.borrow_mut().take() {
-            channel.set_onmessage(None);
-            channel.close();
+        match self.0.borrow_mut().take() {
+            Some(ListSub::Channel(channel, _)) => {
+                channel.set_onmessage(None);
+                channel.close();
+            }
+            Some(ListSub::Remote(c)) => c.abort(),
+            None => {}
         }
+    }
+
+    /// A subscription to a remote store's changes, ended by aborting `controller`.
+    pub fn remote(controller: web_sys::AbortController) -> ThreadsSubscription {
+        ThreadsSubscription(Rc::new(RefCell::new(Some(ListSub::Remote(controller)))))
     }
 }
 
@@ -136,7 +158,7 @@ pub fn subscribe_threads(database: &str, listener: ListListener) -> ThreadsSubsc
             }
         });
         channel.set_onmessage(Some(on_change.as_ref().unchecked_ref()));
-        *sub.0.borrow_mut() = Some((channel, on_change));
+        *sub.0.borrow_mut() = Some(ListSub::Channel(channel, on_change));
     }
     sub
 }
@@ -148,24 +170,31 @@ pub fn connect(s: &Shared, name: &str) {
     };
     let weak: Weak<RefCell<Session>> = Rc::downgrade(s);
     let on_notice = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-        let Some(s) = weak.upgrade() else { return };
-        let version = e.data().as_f64();
-        let stale = {
-            let g = s.borrow();
-            !g.running && version.is_none_or(|v| v != g.version as f64)
-        };
-        if stale {
-            wasm_bindgen_futures::spawn_local(async move {
-                if reload(&s).await.is_ok() {
-                    tell(&s);
-                }
-            });
+        if let Some(s) = weak.upgrade() {
+            notice(&s, e.data().as_f64());
         }
     });
     channel.set_onmessage(Some(on_notice.as_ref().unchecked_ref()));
     let mut g = s.borrow_mut();
     g.live.channel = Some(channel);
     g.live._on_notice = Some(on_notice);
+}
+
+/// Another agent changed the thread to `version` (`None`: it may have): a view that is not
+/// running and does not stand at that version reloads, then tells its listeners.
+pub fn notice(s: &Shared, version: Option<f64>) {
+    let stale = {
+        let g = s.borrow();
+        !g.running && version.is_none_or(|v| v != g.version as f64)
+    };
+    if stale {
+        let s = s.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            if reload(&s).await.is_ok() {
+                tell(&s);
+            }
+        });
+    }
 }
 
 /// Adds a listener; returns its id for [`unsubscribe`].

@@ -4,6 +4,7 @@
 //! loop with its writes (`step`); the I/O each needs sits in its own module beside them.
 
 mod abort;
+pub mod changes;
 pub mod error;
 pub mod events;
 pub mod expiry;

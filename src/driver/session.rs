@@ -42,6 +42,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
     session.borrow_mut().expiry = expiry::Timer::new(Rc::downgrade(&session));
     let name = session.borrow().lock.clone();
     live::connect(&session, &name);
+    changes::follow(&session);
     let mut snap = snap;
     for _ in 0..3 {
         let runs = session.borrow().runs;
@@ -70,6 +71,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
     // leaves the thread as a failed run would: `retry` goes on.
     let _ = expiry::expire_due(&session, &RunOptions::default()).await;
     expiry::rearm(&mut session.borrow_mut());
+    changes::go_on(&session, snap.record.status());
     Ok(session)
 }
 
@@ -173,6 +175,7 @@ pub async fn reload(s: &Shared) -> Result<(), AgentError> {
     }
     take(&mut s.borrow_mut(), &snap);
     observe(s, &snap, runs).await;
+    changes::go_on(s, snap.record.status());
     Ok(())
 }
 

@@ -4,7 +4,9 @@ use super::error::AgentError;
 use crate::engine::Commit;
 use crate::store::indexeddb::IndexedDbStore;
 use crate::store::page::Rows;
-use crate::store::{MemoryStore, MessageRow, Snapshot, StoreError, ThreadRecord, Writer};
+use crate::store::{
+    MemoryStore, MessageRow, RemoteStore, Snapshot, StoreError, ThreadRecord, Writer,
+};
 use serde::Deserialize;
 use std::rc::Rc;
 
@@ -14,20 +16,52 @@ use std::rc::Rc;
 pub enum StorageKind {
     IndexedDb,
     Memory,
+    /// The app's Postgres behind its store handler (docs/design.md, "Across devices").
+    Remote,
+}
+
+/// Where a remote store's handler is: its URL and the headers every request carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteAt {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+}
+
+impl RemoteAt {
+    /// The store of this handler, named for this page's locks and notices after the
+    /// database and the URL.
+    pub fn open(&self, database: &str) -> RemoteStore {
+        let name = format!("{database}@{}", self.url);
+        RemoteStore::open(&self.url, self.headers.clone(), name)
+    }
 }
 
 #[derive(Clone)]
 pub enum Store {
     Memory(MemoryStore),
     IndexedDb(Rc<IndexedDbStore>),
+    Remote(Rc<RemoteStore>),
 }
 
 impl Store {
-    pub async fn open(kind: StorageKind, database: &str) -> Result<Store, AgentError> {
-        Ok(match kind {
-            StorageKind::Memory => Store::Memory(MemoryStore::open(database)),
-            StorageKind::IndexedDb => {
+    pub async fn open(
+        kind: StorageKind,
+        database: &str,
+        remote: Option<&RemoteAt>,
+    ) -> Result<Store, AgentError> {
+        Ok(match (kind, remote) {
+            (StorageKind::Memory, _) => Store::Memory(MemoryStore::open(database)),
+            (StorageKind::IndexedDb, _) => {
                 Store::IndexedDb(Rc::new(IndexedDbStore::open(database).await?))
+            }
+            (StorageKind::Remote, Some(at)) => {
+                let copy = format!("{database}:remote");
+                Store::Remote(Rc::new(at.open(database).with_copy(&copy).await))
+            }
+            (StorageKind::Remote, None) => {
+                return Err(AgentError::InvalidConfig(
+                    "`storage: { kind: \"remote\" }` needs the handler's `url`".into(),
+                ));
             }
         })
     }
@@ -37,6 +71,7 @@ impl Store {
         match self {
             Store::Memory(s) => s.name(),
             Store::IndexedDb(s) => s.name(),
+            Store::Remote(s) => s.name(),
         }
     }
 
@@ -44,6 +79,7 @@ impl Store {
         match self {
             Store::Memory(s) => s.load(thread, now),
             Store::IndexedDb(s) => s.load(thread, now).await,
+            Store::Remote(s) => s.load(thread, now).await,
         }
     }
 
@@ -52,6 +88,7 @@ impl Store {
         match self {
             Store::Memory(s) => Ok(s.record(thread, now)),
             Store::IndexedDb(s) => s.record(thread, now).await,
+            Store::Remote(s) => s.load(thread, now).await.map(|l| l.record),
         }
     }
 
@@ -69,6 +106,7 @@ impl Store {
                 s.commit(thread, expected_version, commit, writer, now)
                     .await
             }
+            Store::Remote(s) => s.commit(thread, expected_version, commit, writer).await,
         }
     }
 
@@ -77,6 +115,7 @@ impl Store {
         match self {
             Store::Memory(s) => s.renew(thread, owner, until),
             Store::IndexedDb(s) => s.renew(thread, owner, until).await,
+            Store::Remote(s) => s.renew(thread, owner).await,
         }
     }
 
@@ -88,6 +127,7 @@ impl Store {
                 Ok(())
             }
             Store::IndexedDb(s) => s.release(thread, owner).await,
+            Store::Remote(s) => s.release(thread, owner).await,
         }
     }
 
@@ -103,6 +143,7 @@ impl Store {
         match self {
             Store::Memory(s) => s.rows(kind, thread, before_seq, limit),
             Store::IndexedDb(s) => s.rows(kind, thread, before_seq, limit).await,
+            Store::Remote(s) => s.rows(kind, thread, before_seq, limit).await,
         }
     }
 
@@ -110,6 +151,7 @@ impl Store {
         match self {
             Store::Memory(s) => Ok(s.list()),
             Store::IndexedDb(s) => s.list().await,
+            Store::Remote(s) => s.list().await,
         }
     }
 
@@ -120,6 +162,7 @@ impl Store {
                 Ok(())
             }
             Store::IndexedDb(s) => s.delete(thread).await,
+            Store::Remote(s) => s.delete(thread).await,
         }
     }
 }

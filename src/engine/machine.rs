@@ -38,11 +38,22 @@ pub struct EngineConfig {
     /// Model calls allowed in one run (one `chat`, `submitDecisions`, `submitToolResults` or
     /// `retry`); bounds loops of unknown tools or invalid inputs.
     pub max_steps: u32,
+    /// The thread is shared with other devices (a remote store): a tool this engine does not
+    /// have may be defined on another, so an approved call of one waits for that device
+    /// instead of failing as unknown (docs/design.md, "Across devices").
+    pub tools_elsewhere: bool,
+    /// The model can be called here. An agent opened without a model on a remote thread (an
+    /// approver's phone) leaves the model's turn to a device that has one.
+    pub model_here: bool,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { max_steps: 10 }
+        EngineConfig {
+            max_steps: 10,
+            tools_elsewhere: false,
+            model_here: true,
+        }
     }
 }
 
@@ -65,9 +76,14 @@ pub struct ToolInvocation {
 /// How the call that started the run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    Completed { max_steps_reached: bool },
+    Completed {
+        max_steps_reached: bool,
+    },
     AwaitingApproval,
     AwaitingToolResults,
+    /// The next step needs a tool or a model that only another device has: the run goes on
+    /// there ([`EngineConfig::tools_elsewhere`], [`EngineConfig::model_here`]).
+    AwaitingDevice,
 }
 
 /// What the driver must do next. Exhaustive on purpose: a new step must be handled everywhere.
@@ -213,6 +229,9 @@ impl Engine {
             {
                 match self.tools.get(&e.name) {
                     Some(t) if t.external && !is_rejected(e) => external = true,
+                    None if self.config.tools_elsewhere && !is_rejected(e) => {
+                        return ThreadStatus::AwaitingDevice;
+                    }
                     _ => return ThreadStatus::Interrupted,
                 }
             }
@@ -224,6 +243,7 @@ impl Engine {
         }
         // Whatever its kind, a user message (a question, tool results) is still unanswered.
         match tail.role {
+            Role::User if !self.config.model_here => ThreadStatus::AwaitingDevice,
             Role::User => ThreadStatus::Interrupted,
             Role::Assistant => ThreadStatus::Idle,
         }
@@ -256,7 +276,9 @@ impl Engine {
     fn advance(&mut self) {
         match self.phase {
             Phase::NeedModel => {
-                if self.steps >= self.config.max_steps {
+                if !self.config.model_here {
+                    self.finish(Outcome::AwaitingDevice);
+                } else if self.steps >= self.config.max_steps {
                     self.finish(Outcome::Completed {
                         max_steps_reached: true,
                     });
@@ -285,7 +307,7 @@ impl Engine {
             // A run that needs the model with its step budget spent yields next.
             None => match self.phase {
                 Phase::Idle => true,
-                Phase::NeedModel => self.steps >= self.config.max_steps,
+                Phase::NeedModel => !self.config.model_here || self.steps >= self.config.max_steps,
                 Phase::WaitingModel
                 | Phase::WaitingPolicies(_)
                 | Phase::Running

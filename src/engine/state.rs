@@ -283,6 +283,9 @@ pub enum ThreadStatus {
     /// A run stopped between two steps (the page closed, or the model call failed): `retry`
     /// continues it.
     Interrupted,
+    /// The next step needs a tool or the model that only another device has (a remote
+    /// thread decided on an approver's phone): a device that has it goes on by itself.
+    AwaitingDevice,
 }
 
 impl ThreadStatus {
@@ -292,6 +295,7 @@ impl ThreadStatus {
             ThreadStatus::AwaitingApproval => "awaiting_approval",
             ThreadStatus::AwaitingToolResults => "awaiting_tool_results",
             ThreadStatus::Interrupted => "interrupted",
+            ThreadStatus::AwaitingDevice => "awaiting_device",
         }
     }
 
@@ -302,6 +306,7 @@ impl ThreadStatus {
             ThreadStatus::AwaitingApproval,
             ThreadStatus::AwaitingToolResults,
             ThreadStatus::Interrupted,
+            ThreadStatus::AwaitingDevice,
         ]
         .into_iter()
         .find(|t| t.as_str() == s)

@@ -78,12 +78,16 @@ struct ToolParams {
     approval_policy: Option<Function>,
 }
 
-/// `{ kind, database }`.
+/// `{ kind, database, url, headers }`.
 #[derive(Deserialize, Default)]
-#[serde(expecting = "a storage object { kind, database }")]
+#[serde(expecting = "a storage object { kind, database, url, headers }")]
 pub struct StorageParams {
     kind: Option<StorageKind>,
     database: Option<String>,
+    /// `kind: "remote"`: where the app mounted its store handler, and what each request to
+    /// it carries.
+    url: Option<String>,
+    headers: Option<serde_json::Map<String, Value>>,
 }
 
 /// `{ signal, onEvent }` of chat / submitDecisions / submitToolResults / retry / handle.
@@ -126,7 +130,7 @@ pub fn parse(options: JsValue) -> Result<OpenOptions, AgentError> {
     if let Some(n) = p.history_limit {
         o = o.history_limit(at_least_one("historyLimit", n)?);
     }
-    Ok(o.storage(storage(p.storage.map(|Strict(s)| s).unwrap_or_default())))
+    Ok(o.storage(storage(p.storage.map(|Strict(s)| s).unwrap_or_default())?))
 }
 
 /// A count option: a number of at least 1 (larger ones are capped).
@@ -229,8 +233,31 @@ fn approval_timeout(what: &str, ms: Option<f64>) -> Result<Option<Option<u64>>, 
     }
 }
 
-fn storage(p: StorageParams) -> Storage {
-    Storage::of(p.kind, p.database)
+fn storage(p: StorageParams) -> Result<Storage, AgentError> {
+    let database = p.database;
+    match (p.kind, p.url) {
+        (Some(StorageKind::Remote), Some(url)) => {
+            let mut s = Storage::remote(&url);
+            if let Some(d) = database {
+                s.database = d;
+            }
+            for (k, v) in p.headers.unwrap_or_default() {
+                let Value::String(v) = v else {
+                    return Err(bad(format!("`storage`: the header `{k}` must be a string")));
+                };
+                s = s.header(&k, &v);
+            }
+            Ok(s)
+        }
+        (Some(StorageKind::Remote), None) => Err(bad(
+            "`storage`: `kind: \"remote\"` needs `url`, where the app mounted its store handler",
+        )),
+        (_, Some(_)) => Err(bad("`storage`: `url` is for `kind: \"remote\"`")),
+        (kind, None) if p.headers.is_some() => Err(bad(format!(
+            "`storage`: `headers` are for `kind: \"remote\"`, not {kind:?}"
+        ))),
+        (kind, None) => Ok(Storage::of(kind, database)),
+    }
 }
 
 /// `storage` of `listThreads` / `deleteThread` / `subscribeThreads`.
@@ -239,7 +266,7 @@ pub fn storage_options(v: JsValue) -> Result<Storage, AgentError> {
         true => StorageParams::default(),
         false => strict(v).map_err(|e| bad(format!("`storage`: {e}")))?,
     };
-    Ok(storage(p))
+    storage(p)
 }
 
 /// A params struct read from an object that may hold no key the struct does not know.

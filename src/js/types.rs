@@ -69,7 +69,7 @@ export type DecisionFor<T> = T extends Tool<infer I> ? Decision<I> : Decision;
 export type Decisions = Record<string, Decision>;
 
 export interface AgentState {
-  status: "completed" | "awaiting_approval" | "awaiting_tool_results";
+  status: "completed" | "awaiting_approval" | "awaiting_tool_results" | "awaiting_device";
   message: Message | null;
   /** Set when the run stopped because it reached `maxSteps` model calls. */
   stopReason?: "max_steps";
@@ -77,7 +77,8 @@ export interface AgentState {
 export interface ConflictState { status: "conflict"; error: string; }
 /** `"running"`: this agent, another tab, or another `Agent` in this page is running the thread. */
 export type ThreadStatus =
-  | "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "running";
+  | "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "awaiting_device"
+  | "running";
 export type HandleBody =
   | { message: string } | { decisions: Decisions; by?: string } | { toolResults: Record<string, unknown> };
 
@@ -140,7 +141,14 @@ export type ModelOptions =
   | { provider: "custom"; model?: string; contextWindow?: number;
       call: (request: CustomModelRequest) => CustomModelAnswer | Promise<CustomModelAnswer> };
 
-export interface StorageOptions { kind?: "indexeddb" | "memory"; database?: string; }
+/** Where threads live: this browser's IndexedDB (default) or memory, or the app's Postgres
+ *  behind the store handler it mounted at `url` (`gatehouse-agent/server`), with the headers
+ *  every request to it carries (`authorization`…): the thread follows the user to every
+ *  device. `database` names the IndexedDB database (and, for a remote thread, its local
+ *  copy). */
+export type StorageOptions =
+  | { kind?: "indexeddb" | "memory"; database?: string }
+  | { kind: "remote"; url: string; headers?: Record<string, string>; database?: string };
 
 export interface AgentOptions {
   threadId: string;
@@ -171,7 +179,8 @@ export type AgentEvent =
   | { type: "retry"; attempt: number; delayMs: number;
       /** `status`: the HTTP status of a provider's error (429: rate limited). */
       error: { code: string; message: string; status?: number } }
-  | { type: "completed" | "awaiting_approval" | "awaiting_tool_results"; message: Message | null };
+  | { type: "completed" | "awaiting_approval" | "awaiting_tool_results" | "awaiting_device";
+      message: Message | null };
 
 export interface RunOptions {
   signal?: AbortSignal; onEvent?: (event: AgentEvent) => void;
@@ -235,7 +244,7 @@ export type GatehouseErrorCode =
   | "conflict" | "not_suspended" | "invalid_decision" | "invalid_tool_results"
   | "unknown_call_id" | "expired" | "busy" | "network" | "provider" | "storage" | "invalid_config"
   | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal" | "context_overflow"
-  | "disposed" | "not_initialized";
+  | "unauthorized" | "disposed" | "not_initialized";
 
 /** Added to the class by the package entry (gatehouse.js). */
 export interface Agent {

@@ -358,6 +358,40 @@ impl IndexedDbStore {
             .collect())
     }
 
+    /// Keeps a copy of what another store holds (a remote thread's record and the rows read
+    /// or written with it), as it is, in one transaction: no commit rule, no version of its
+    /// own. A copy older than the one kept is not written. The kept record's outbox stays.
+    pub async fn mirror(
+        &self,
+        record: &ThreadRecord,
+        rows: &[MessageRow],
+        audit: &[MessageRow],
+    ) -> Result<(), StoreError> {
+        let db = self.db().await?;
+        let tx = begin(&db, ALL, TransactionMode::Readwrite)?;
+        let kept = get_record(&tx, &record.id).await?;
+        if kept.as_ref().is_some_and(|k| k.version > record.version) {
+            let _ = tx.abort().await;
+            return Ok(());
+        }
+        let mut record = record.clone();
+        record.outbox = kept.map(|k| k.outbox).unwrap_or_default();
+        {
+            let writer = RowWriter::new(&record.id);
+            for (store, list) in [(MESSAGES, rows), (AUDIT, audit)] {
+                if list.is_empty() {
+                    continue;
+                }
+                let store = tx.object_store(store).map_err(idb)?;
+                for row in list {
+                    drop(store.put(writer.value(row)?).primitive().map_err(idb)?);
+                }
+            }
+            put(&tx, THREADS, record_to_js(&record)?)?;
+        }
+        finish(tx).await
+    }
+
     /// Deletes a thread: its record, all its messages and its audit trail, in one
     /// transaction.
     pub async fn delete(&self, thread_id: &str) -> Result<(), StoreError> {

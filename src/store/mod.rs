@@ -1,5 +1,5 @@
-//! Thread storage: the record/message model and its commit rule (pure), the memory store, and
-//! on wasm the IndexedDB store.
+//! Thread storage: the record/message model and its commit rule (pure), the memory store, the
+//! remote store's protocol (pure), and on wasm the IndexedDB store and the remote store.
 
 #[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub mod indexeddb;
@@ -7,6 +7,8 @@ pub mod memory;
 pub mod ownership;
 pub mod page;
 mod record;
+#[cfg(target_arch = "wasm32")]
+pub mod remote;
 pub mod summary;
 pub mod wire;
 
@@ -18,6 +20,8 @@ pub use ownership::{
     must_recover,
 };
 pub use record::{
-    CommitPlan, MessageRow, SCHEMA_VERSION, Snapshot, StoreError, Stored, ThreadRecord,
+    CommitPlan, MessageRow, Queued, SCHEMA_VERSION, Snapshot, StoreError, Stored, ThreadRecord,
     check_writable, plan_commit,
 };
+#[cfg(target_arch = "wasm32")]
+pub use remote::RemoteStore;

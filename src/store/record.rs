@@ -60,6 +60,26 @@ pub struct ThreadRecord {
     /// answer, so it never applies to another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_size: Option<RequestSize>,
+    /// A remote thread's local copy only: what was said on this device while the thread's
+    /// store could not be reached, oldest first, sent when it can (docs/design.md, "Across
+    /// devices"). Never part of a record a store plans or a handler keeps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outbox: Vec<Queued>,
+}
+
+/// An input waiting in a remote thread's outbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum Queued {
+    /// A user message, with the id it is stored under (so a copy that landed before its
+    /// answer was lost is recognised, not sent twice).
+    Message { id: String, text: String },
+    /// Decisions, in the JS API's JSON form, and who made them.
+    Decisions {
+        decisions: serde_json::Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -84,6 +104,7 @@ impl ThreadRecord {
             lease: None,
             audit_count: 0,
             request_size: None,
+            outbox: Vec::new(),
         }
     }
 
@@ -165,6 +186,8 @@ pub enum StoreError {
     },
     /// The record was written by a newer release (this schema version): read only here.
     Newer(u32),
+    /// A remote store's handler refused this user the action (its `authorize` said no).
+    Unauthorized(String),
     Other(String),
 }
 
@@ -173,6 +196,7 @@ impl StoreError {
         match self {
             StoreError::Conflict { .. } => "conflict",
             StoreError::Owned { .. } => "busy",
+            StoreError::Unauthorized(_) => "unauthorized",
             StoreError::Quota(_)
             | StoreError::Unavailable(_)
             | StoreError::Corrupt(_)
@@ -209,6 +233,7 @@ impl fmt::Display for StoreError {
                 "this thread was written by a newer release of Gatehouse (schema {v}); this \
                  release (schema {SCHEMA_VERSION}) reads it but does not change it"
             ),
+            StoreError::Unauthorized(m) => write!(f, "not allowed: {m}"),
             StoreError::Other(m) => write!(f, "storage error: {m}"),
         }
     }

@@ -27,6 +27,9 @@ pub enum AgentStatus {
     /// The last message is unanswered (a failed model call, a stop) or a run was cut off:
     /// `retry()` continues it.
     Interrupted,
+    /// An approved call's tool, or the model, is only on another device: it goes on there
+    /// (docs/design.md, "Across devices").
+    AwaitingDevice,
     /// An agent (in any tab) runs the thread now.
     Running,
 }
@@ -38,6 +41,7 @@ impl AgentStatus {
             AgentStatus::AwaitingApproval => "awaiting_approval",
             AgentStatus::AwaitingToolResults => "awaiting_tool_results",
             AgentStatus::Interrupted => "interrupted",
+            AgentStatus::AwaitingDevice => "awaiting_device",
             AgentStatus::Running => "running",
         }
     }
@@ -50,6 +54,7 @@ impl From<ThreadStatus> for AgentStatus {
             ThreadStatus::AwaitingApproval => AgentStatus::AwaitingApproval,
             ThreadStatus::AwaitingToolResults => AgentStatus::AwaitingToolResults,
             ThreadStatus::Interrupted => AgentStatus::Interrupted,
+            ThreadStatus::AwaitingDevice => AgentStatus::AwaitingDevice,
         }
     }
 }

@@ -157,7 +157,10 @@ impl WireError {
             StoreError::Owned { owner } => w.owner = Some(owner.clone()),
             StoreError::Newer(v) => w.newer = Some(*v),
             StoreError::Corrupt(_) => w.corrupt = true,
-            StoreError::Quota(_) | StoreError::Unavailable(_) | StoreError::Other(_) => {}
+            StoreError::Quota(_)
+            | StoreError::Unavailable(_)
+            | StoreError::Unauthorized(_)
+            | StoreError::Other(_) => {}
         }
         w
     }
@@ -183,6 +186,7 @@ impl WireError {
                 StoreError::Conflict { expected, found }
             }
             ("busy", _, _, Some(owner)) => StoreError::Owned { owner },
+            ("unauthorized", ..) => StoreError::Unauthorized(self.message),
             ("storage", ..) if self.newer.is_some() => StoreError::Newer(self.newer.unwrap_or(0)),
             ("storage", ..) if self.corrupt => StoreError::Corrupt(self.message),
             _ => StoreError::Other(format!("{}: {}", self.code, self.message)),

@@ -526,7 +526,10 @@ impl Sim {
             lock_queue: VecDeque::new(),
             tabs: Vec::new(),
             tools: actors::tools(),
-            engine_config: EngineConfig { max_steps },
+            engine_config: EngineConfig {
+                max_steps,
+                ..EngineConfig::default()
+            },
             next_serial: 0,
             next_call: 0,
             next_chat: 0,

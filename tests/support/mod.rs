@@ -326,6 +326,7 @@ pub fn describe_outcome(o: Outcome) -> &'static str {
         } => "max_steps",
         Outcome::AwaitingApproval => "awaiting_approval",
         Outcome::AwaitingToolResults => "awaiting_tool_results",
+        Outcome::AwaitingDevice => "awaiting_device",
     }
 }
 

@@ -32,6 +32,7 @@ fn invalid(message: String) -> String {
 fn store_refusal(e: &StoreError) -> String {
     let status = match e {
         StoreError::Conflict { .. } | StoreError::Owned { .. } => 409,
+        StoreError::Unauthorized(_) => 403,
         StoreError::Quota(_)
         | StoreError::Unavailable(_)
         | StoreError::Corrupt(_)

@@ -184,6 +184,7 @@ impl Engine {
             return;
         };
         let mut awaiting_external = false;
+        let mut elsewhere = false;
         let mut next = None;
         let mut ended = Vec::new();
         let entries = tail.tool_calls().unwrap_or(&[]);
@@ -203,6 +204,12 @@ impl Engine {
                 continue;
             }
             match self.tools.get(&e.name) {
+                // Calls run in message order: this one, and those after it, wait for a
+                // device that has its tool.
+                None if self.config.tools_elsewhere => {
+                    elsewhere = true;
+                    break;
+                }
                 None => {
                     run.record(
                         &e.call_id,
@@ -239,6 +246,11 @@ impl Engine {
             self.phase = Phase::WaitingTool(inv.call_id.clone());
             self.persist(None, Vec::new());
             self.outbox.push_back(Step::RunTool(inv));
+            return;
+        }
+        if elsewhere {
+            self.persist(None, Vec::new());
+            self.finish(Outcome::AwaitingDevice);
             return;
         }
         if awaiting_external {

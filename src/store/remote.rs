@@ -1,0 +1,325 @@
+//! The remote store: a thread kept in the app's Postgres behind its store handler
+//! (`gatehouse-agent/server`), reached with `fetch` (docs/design.md, "Across devices"). The
+//! protocol is `store::wire`; the handler applies the crate's commit rule at its own clock,
+//! so this store only sends requests and reads answers.
+//!
+//! A commit that gets no answer (the network dropped, the handler died between its commit
+//! and its response) is sent again with the same commit id: the handler answers one it has
+//! applied with the answer it gave, so a retry is never applied twice and never a false
+//! `conflict`.
+
+use super::page::Rows;
+use super::wire::{
+    CommitRequest, Committed, ErrorBody, LeaseOp, LeaseRequest, Leased, Loaded, RowsPage,
+    ThreadList,
+};
+use super::{IndexedDbStore, MessageRow, Snapshot, StoreError, ThreadRecord, Writer};
+use crate::driver::fetch::{self, AbortLink, FetchError};
+use crate::engine::Commit;
+use gloo_net::http::Method;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::cell::Cell;
+
+/// How often a commit without an answer is sent again, and the waits before each retry.
+const COMMIT_RETRIES_MS: [u64; 3] = [250, 1_000, 3_000];
+
+pub struct RemoteStore {
+    /// The handler's base URL, without a trailing `/`.
+    base: String,
+    headers: Vec<(String, String)>,
+    /// The name locks and live notices of this page go by.
+    name: String,
+    /// Makes commit ids unique: this store's random prefix and a counter.
+    prefix: String,
+    next: Cell<u64>,
+    /// This device's copy of what it read and wrote, in IndexedDB: the thread stays readable
+    /// while the handler cannot be reached (`None` where there is no IndexedDB).
+    copy: Option<IndexedDbStore>,
+}
+
+impl RemoteStore {
+    pub fn open(url: &str, headers: Vec<(String, String)>, name: String) -> RemoteStore {
+        let mut headers = headers;
+        headers.push(("content-type".into(), "application/json".into()));
+        RemoteStore {
+            base: url.trim_end_matches('/').to_owned(),
+            headers,
+            name,
+            prefix: format!("{:x}", (js_sys::Math::random() * 2f64.powi(52)) as u64),
+            next: Cell::new(0),
+            copy: None,
+        }
+    }
+
+    /// Keeps this device's copy in the IndexedDB database `database` (if it opens).
+    pub async fn with_copy(mut self, database: &str) -> RemoteStore {
+        self.copy = IndexedDbStore::open(database).await.ok();
+        self
+    }
+
+    /// The copy, when the handler could not be reached (`e` is `Unavailable`).
+    fn offline(&self, e: &StoreError) -> Option<&IndexedDbStore> {
+        match e {
+            StoreError::Unavailable(_) => self.copy.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Writes what was read or written to the copy. A copy that cannot be written only costs
+    /// offline reading: the handler has the thread.
+    async fn keep(&self, record: &ThreadRecord, rows: &[MessageRow], audit: &[MessageRow]) {
+        if let Some(copy) = &self.copy {
+            let _ = copy.mirror(record, rows, audit).await;
+        }
+    }
+
+    /// The thread as this device last saw it, with what waits in its outbox.
+    pub async fn copied(&self, thread: &str, now: f64) -> Option<ThreadRecord> {
+        self.copy.as_ref()?.record(thread, now).await.ok()
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn thread_url(&self, thread: &str, rest: &str) -> String {
+        let id = String::from(js_sys::encode_uri_component(thread));
+        format!("{}/threads/{id}{rest}", self.base)
+    }
+
+    /// One request and its answer: 2xx is read as `T`, anything else as the handler's
+    /// refusal. `Unavailable` when no answer came (offline, unreachable, CORS).
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&str>,
+    ) -> Result<T, StoreError> {
+        let link =
+            AbortLink::new(None).map_err(|_| unavailable(&self.base, "no AbortController"))?;
+        let resp = fetch::send(method, url, &self.headers, body, &link)
+            .await
+            .map_err(|e| match e {
+                FetchError::BadRequest(m) => StoreError::Other(m),
+                FetchError::Network(m) => unavailable(&self.base, &m),
+                FetchError::Aborted => unavailable(&self.base, "aborted"),
+            })?;
+        let status = resp.status();
+        let text = fetch::text(&resp, &link)
+            .await
+            .map_err(|_| unavailable(&self.base, "the answer was cut off"))?;
+        if (200..300).contains(&status) {
+            return serde_json::from_str(&text).map_err(|e| {
+                StoreError::Corrupt(format!("the thread store's answer is unreadable: {e}"))
+            });
+        }
+        match serde_json::from_str::<ErrorBody>(&text) {
+            Ok(b) => Err(b.error.into_store_error()),
+            // A gateway or proxy answered, not the handler: the request may not have arrived.
+            Err(_) if status >= 500 => Err(unavailable(&self.base, &format!("HTTP {status}"))),
+            Err(_) => Err(StoreError::Other(format!(
+                "the thread store answered HTTP {status}: {}",
+                text.chars().take(200).collect::<String>()
+            ))),
+        }
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        url: &str,
+        body: &B,
+    ) -> Result<T, StoreError> {
+        let text = serde_json::to_string(body).map_err(|e| StoreError::Other(e.to_string()))?;
+        self.call(Method::POST, url, Some(&text)).await
+    }
+
+    /// The thread from the handler; while it cannot be reached, from this device's copy.
+    pub async fn load(&self, thread: &str, now: f64) -> Result<Snapshot, StoreError> {
+        let l: Loaded = match self
+            .call(Method::GET, &self.thread_url(thread, ""), None)
+            .await
+        {
+            Ok(l) => l,
+            Err(e) => match self.offline(&e) {
+                Some(copy) => return copy.load(thread, now).await.map_err(|_| e),
+                None => return Err(e),
+            },
+        };
+        let record = l.record.unwrap_or_else(|| ThreadRecord::new(thread, now));
+        let tail = match l.tail {
+            Some(json) => {
+                let row = MessageRow {
+                    seq: record.message_count,
+                    json,
+                };
+                let tail = row.message()?;
+                self.keep(&record, &[row], &[]).await;
+                Some(tail)
+            }
+            None => None,
+        };
+        Ok(Snapshot { record, tail })
+    }
+
+    /// Commits at the handler. The lease the record gets is the handler's (its clock); the
+    /// writer only says whose it is and whether the run goes on.
+    pub async fn commit(
+        &self,
+        thread: &str,
+        expected_version: u64,
+        commit: &Commit,
+        writer: &Writer,
+    ) -> Result<ThreadRecord, StoreError> {
+        let n = self.next.get() + 1;
+        self.next.set(n);
+        let request = CommitRequest {
+            commit_id: format!("{}:{}:{n}", writer.owner, self.prefix),
+            expected_version,
+            owner: writer.owner.clone(),
+            keep: writer.lease.is_some(),
+            commit: commit.clone(),
+        };
+        let url = self.thread_url(thread, "/commit");
+        let mut waits = COMMIT_RETRIES_MS.iter();
+        loop {
+            match self.post::<_, Committed>(&url, &request).await {
+                Err(StoreError::Unavailable(m)) => match waits.next() {
+                    Some(&ms) if online() => pause(ms).await,
+                    _ => return Err(StoreError::Unavailable(m)),
+                },
+                Ok(c) => {
+                    self.keep(&c.record, &rows_of(&c.record, commit), &[]).await;
+                    return Ok(c.record);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Extends `owner`'s lease (to the handler's clock plus `LEASE_MS`).
+    pub async fn renew(&self, thread: &str, owner: &str) -> Result<bool, StoreError> {
+        self.lease(thread, owner, LeaseOp::Renew).await
+    }
+
+    pub async fn release(&self, thread: &str, owner: &str) -> Result<(), StoreError> {
+        self.lease(thread, owner, LeaseOp::Release)
+            .await
+            .map(|_| ())
+    }
+
+    async fn lease(&self, thread: &str, owner: &str, op: LeaseOp) -> Result<bool, StoreError> {
+        let body = LeaseRequest {
+            owner: owner.to_owned(),
+            op,
+        };
+        let l: Leased = self.post(&self.thread_url(thread, "/lease"), &body).await?;
+        Ok(l.ok)
+    }
+
+    pub async fn rows(
+        &self,
+        kind: Rows,
+        thread: &str,
+        before_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<MessageRow>, StoreError> {
+        let what = match kind {
+            Rows::Messages => "messages",
+            Rows::Audit => "audit",
+        };
+        let before = before_seq.map_or(String::new(), |s| format!("&before={s}"));
+        let url = self.thread_url(thread, &format!("/{what}?limit={limit}{before}"));
+        let page: RowsPage = match self.call(Method::GET, &url, None).await {
+            Ok(p) => p,
+            Err(e) => match self.offline(&e) {
+                Some(copy) => return copy.rows(kind, thread, before_seq, limit).await,
+                None => return Err(e),
+            },
+        };
+        let rows: Vec<MessageRow> = page.rows.into_iter().map(MessageRow::from).collect();
+        if let Some(copy) = &self.copy {
+            if let Ok(record) = copy.record(thread, 0.0).await {
+                let (m, a) = match kind {
+                    Rows::Messages => (&rows[..], &[][..]),
+                    Rows::Audit => (&[][..], &rows[..]),
+                };
+                self.keep(&record, m, a).await;
+            }
+        }
+        Ok(rows)
+    }
+
+    pub async fn list(&self) -> Result<Vec<ThreadRecord>, StoreError> {
+        let url = format!("{}/threads", self.base);
+        match self.call::<ThreadList>(Method::GET, &url, None).await {
+            Ok(l) => Ok(l.threads),
+            Err(e) => match self.offline(&e) {
+                Some(copy) => copy.list().await,
+                None => Err(e),
+            },
+        }
+    }
+
+    pub async fn delete(&self, thread: &str) -> Result<(), StoreError> {
+        self.call::<serde::de::IgnoredAny>(Method::DELETE, &self.thread_url(thread, ""), None)
+            .await?;
+        if let Some(copy) = &self.copy {
+            let _ = copy.delete(thread).await;
+        }
+        Ok(())
+    }
+}
+
+impl RemoteStore {
+    /// Opens the handler's change stream (`GET B/changes`, SSE): every change to a thread
+    /// the user may read; `link` ends it. `None` when the handler offers none (an answer that
+    /// is not a 2xx event stream): the caller polls instead.
+    pub async fn changes(&self, link: &AbortLink) -> Result<Option<fetch::BodyReader>, StoreError> {
+        let url = format!("{}/changes", self.base);
+        let resp = fetch::send(Method::GET, &url, &self.headers, None, link)
+            .await
+            .map_err(|_| unavailable(&self.base, "the change stream"))?;
+        let sse = resp
+            .headers()
+            .get("content-type")
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        Ok(match resp.ok() && sse {
+            true => fetch::BodyReader::new(&resp),
+            false => None,
+        })
+    }
+}
+
+/// The message rows a commit the handler applied wrote, numbered from the record it left.
+fn rows_of(record: &ThreadRecord, commit: &Commit) -> Vec<MessageRow> {
+    let base = record.message_count - commit.append.len() as u64;
+    let tail = commit.replace_tail.iter().map(|m| (base, m));
+    let appended = (base + 1..).zip(&commit.append);
+    tail.chain(appended)
+        .map(|(seq, m)| MessageRow {
+            seq,
+            json: m.to_json_string(),
+        })
+        .collect()
+}
+
+fn unavailable(base: &str, why: &str) -> StoreError {
+    StoreError::Unavailable(format!(
+        "the thread store at {base} cannot be reached ({why})"
+    ))
+}
+
+/// What the browser says of its network (`navigator.onLine`): false means surely offline.
+pub fn online() -> bool {
+    let navigator = js_sys::Reflect::get(&js_sys::global(), &"navigator".into());
+    navigator
+        .and_then(|n| js_sys::Reflect::get(&n, &"onLine".into()))
+        .map_or(true, |v| v.as_bool() != Some(false))
+}
+
+async fn pause(ms: u64) {
+    if let Ok(link) = AbortLink::new(None) {
+        let _ = fetch::sleep(ms, &link).await;
+    }
+}

@@ -1,0 +1,125 @@
+// Threads that follow the user (docs/design.md, "Across devices"): devices are separate browser
+// contexts (their own IndexedDB, no shared Web Locks or BroadcastChannel) on one remote thread,
+// kept in a real Postgres behind the package's own store handler. What is checked: a call
+// approved on a "phone" that has neither the tool nor a model runs exactly once on the
+// "desktop" that has it, which goes on by itself (the change stream); the audit trail names the
+// identity the handler authorized, not the `by` the phone sent; a user the handler refuses
+// reads and writes nothing; two devices deciding at once cannot both win.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { run, setup, uid } from '../browser/harness.mjs';
+import { startRemote } from './support.mjs';
+
+const h = await setup();
+let remote;
+before(async () => { remote = await startRemote({ origin: h.url }); });
+after(async () => { await remote?.stop(); await h.close(); });
+
+const T = { timeout: 90_000 };
+const gated = (id, path) => ({ toolCalls: [{ id, name: 'delete_file', arguments: { path } }] });
+
+/** In a page: `window.agent` on remote thread `threadId` as `user`, with or without the tool and a model. */
+const openDevice = async ({ url, user, threadId, model, withTool }) => {
+  const { gh } = window;
+  window.heard = [];
+  const options = {
+    threadId,
+    storage: { kind: 'remote', url, headers: { authorization: `Bearer ${user}` } },
+    ...(model ? { model } : {}),
+    tools: withTool ? [gh.tool('delete_file', { requireApproval: true })] : [],
+  };
+  window.agent = await gh.Agent.open(options);
+  window.agent.subscribe((c) => window.heard.push(JSON.parse(JSON.stringify(c))));
+  return window.agent.status();
+};
+
+async function device(t, args) {
+  const { page } = await h.open(t);
+  assert.equal(await run(page, openDevice, { url: remote.url, ...args }), 'idle');
+  return page;
+}
+
+test('a phone without the tool approves; the desktop runs the call exactly once, by itself', T, async (t) => {
+  const threadId = uid('t');
+  const sc = await h.scenario([gated('call_1', '/old.log'), { text: 'Deleted /old.log.' }]);
+  const desk = await device(t, { user: 'clerk', threadId, model: sc.openai(), withTool: true });
+  const phone = await device(t, { user: 'manager', threadId });
+
+  const asked = await run(desk, async () => (await window.agent.chat('delete /old.log')).status);
+  assert.equal(asked, 'awaiting_approval');
+
+  // The phone sees the pending call (it was opened before the call existed: the change
+  // stream brought it) and approves it, sending a `by` of its own.
+  const onPhone = await run(phone, async () => {
+    await window.gh.until(() => window.agent.pendingTools().length === 1, 5_000);
+    const pending = window.agent.pendingTools().map((e) => e.callId);
+    const state = await window.agent.submitDecisions({ call_1: 'approve' }, { by: 'someone-else' });
+    return { pending, status: state.status, calls: window.gh.calls.length };
+  });
+  assert.deepEqual(onPhone.pending, ['call_1']);
+  assert.equal(onPhone.status, 'awaiting_device', 'the phone has no delete_file: the desktop runs it');
+  assert.equal(onPhone.calls, 0);
+
+  // The desktop hears of it and goes on without being asked: the call runs once, the model
+  // answers.
+  const onDesk = await run(desk, async () => {
+    await window.gh.until(() => window.agent.status() === 'idle' && window.gh.calls.length > 0, 10_000);
+    await new Promise((r) => setTimeout(r, 500)); // a second run would have started by now
+    const audit = await window.agent.audit();
+    return {
+      calls: window.gh.calls.map((c) => [c.callId, c.inputs.path]),
+      last: window.agent.lastMessage()?.content?.[0]?.content,
+      audit: audit.map((r) => [r.callId, r.outcome, r.decidedBy]),
+    };
+  }, null, 20_000);
+  assert.deepEqual(onDesk.calls, [['call_1', '/old.log']], 'executed exactly once, on the desktop');
+  assert.equal(onDesk.last, 'Deleted /old.log.');
+  assert.deepEqual(onDesk.audit, [['call_1', 'ok', 'manager']], 'decidedBy is the handler\'s identity');
+
+  // The phone follows: the thread is answered there too.
+  const phoneEnd = await run(phone, async () => {
+    await window.gh.until(() => window.agent.status() === 'idle', 5_000);
+    return window.agent.lastMessage()?.content?.[0]?.content;
+  });
+  assert.equal(phoneEnd, 'Deleted /old.log.');
+  const rows = await remote.pool.query('select count(*)::int as n from gatehouse_messages where thread = $1', [threadId]).catch(() => null);
+  if (rows) assert.equal(rows.rows[0].n, 4, 'user, call, result, answer: stored once each');
+});
+
+test('a user the handler refuses can neither open nor decide', T, async (t) => {
+  const threadId = uid('t');
+  remote.allow = (user, id) => user !== 'eve' || id === null;
+  t.after(() => { remote.allow = () => true; });
+  const sc = await h.scenario([gated('call_1', '/x')]);
+  const desk = await device(t, { user: 'clerk', threadId, model: sc.openai(), withTool: true });
+  await run(desk, async () => window.agent.chat('delete /x'));
+  const { page: eve } = await h.open(t);
+  const refused = await run(eve, async ({ url, threadId }) => window.gh.error(() => window.gh.Agent.open({
+    threadId, storage: { kind: 'remote', url, headers: { authorization: 'Bearer eve' } },
+  })), { url: remote.url, threadId });
+  assert.equal(refused?.code, 'unauthorized', JSON.stringify(refused));
+  assert.equal(refused.retryable, false);
+  const still = await run(desk, async () => window.agent.pendingTools().map((e) => e.callId));
+  assert.deepEqual(still, ['call_1'], 'nothing changed');
+});
+
+test('two devices decide the same call at once: one decision lands, the call runs once', T, async (t) => {
+  const threadId = uid('t');
+  const sc = await h.scenario([gated('call_1', '/y'), { text: 'Done.' }]);
+  const a = await device(t, { user: 'alice', threadId, model: sc.openai(), withTool: true });
+  const b = await device(t, { user: 'bob', threadId, model: sc.openai(), withTool: true });
+  await run(a, async () => window.agent.chat('delete /y'));
+  await run(b, async () => window.gh.until(() => window.agent.pendingTools().length === 1, 5_000));
+  const decide = (page, decision) => run(page, async (decision) => {
+    const r = await window.gh.error(() => window.agent.submitDecisions({ call_1: decision }));
+    return r?.code ?? 'ok';
+  }, decision);
+  const [ra, rb] = await Promise.all([decide(a, 'approve'), decide(b, 'reject')]);
+  const codes = [ra, rb].sort();
+  assert.equal(codes.filter((c) => c === 'ok').length, 1, `exactly one decision lands: ${codes}`);
+  assert.ok(codes.every((c) => ['ok', 'conflict', 'busy', 'expired', 'not_suspended'].includes(c)), String(codes));
+  const calls = await Promise.all([a, b].map((p) => run(p, async () => window.gh.calls.length)));
+  assert.ok(calls[0] + calls[1] <= 1, `run at most once in all: ${calls}`);
+  assert.equal(calls[0] + calls[1], ra === 'ok' ? 1 : 0, 'an approval runs it once, a rejection never');
+});
