@@ -28,6 +28,7 @@ setup-browser:
 test-native:
 	cargo fmt --check
 	cargo test --all-targets
+	cargo test -p gatehouse-server-core
 
 # The pure core (thread, engine, schema, providers, events, the store model) must not touch the
 # browser APIs.
