@@ -2,20 +2,24 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-.PHONY: test setup setup-build setup-browser test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
+.PHONY: test setup setup-build setup-browser setup-postgres test-server test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
 	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
-	test-node test-browser-store test-browser test-demo test-package test-example \
+	test-node test-server test-browser-store test-browser test-demo test-package test-example \
 	test-browser-store-engines test-browser-engines test-demo-engines
 
-setup: setup-build setup-browser
+setup: setup-build setup-browser setup-postgres
 
 # What building the package needs: the wasm target, the wasm-bindgen CLI, the npm packages
 # (binaryen's wasm-opt). No browser, no root.
 setup-build:
 	./scripts/setup-rust.sh
 	./scripts/setup-npm.sh
+
+# What only the store handler's tests need: Debian's PostgreSQL (apt, as root).
+setup-postgres:
+	./scripts/setup-postgres.sh
 
 # What only the tests need: Chromium and ChromeDriver (apt, as root).
 setup-browser:
@@ -24,6 +28,7 @@ setup-browser:
 test-native:
 	cargo fmt --check
 	cargo test --all-targets
+	cargo test -p gatehouse-server-core
 
 # The pure core (thread, engine, schema, providers, events, the store model) must not touch the
 # browser APIs.
@@ -58,6 +63,11 @@ test-model-server:
 # The package in Node with the memory store.
 test-node: pkg
 	node --test tests/node/
+
+# The store handler (gatehouse-agent/server) over a throwaway Postgres, through a real pg.Pool
+# and a real http server (tests/server; tests/support/postgres.mjs starts the cluster).
+test-server: pkg
+	node --test tests/server/
 
 # The Rust tests that need a browser, in headless Chromium (wasm-bindgen-test): the store
 # contract suite on IndexedDB and memory, the IndexedDB-only tests, the Rust API. The script's

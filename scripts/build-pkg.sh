@@ -62,6 +62,9 @@ cp pkg-template/gatehouse.d.ts pkg-template/package.json pkg-template/README.md 
 # (and its ui.css).
 cp pkg-template/react.js pkg-template/react.d.ts pkg/
 cp -r pkg-template/ui pkg/ui
+# gatehouse-agent/server: the store handler (hand-written JS) over its wasm core in pkg/server/.
+cp pkg-template/server.js pkg-template/server.d.ts pkg/
+./scripts/build-server-core.sh
 version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
 sed -i "s/\"version\": \"[^\"]*\"/\"version\": \"$version\"/" pkg/package.json
 # The CDN URLs in the package README name the version being built.

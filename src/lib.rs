@@ -11,30 +11,30 @@ pub mod schema;
 pub mod store;
 pub mod thread;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 mod agent;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 mod convert;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 mod driver;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 mod js;
 
 // The Rust API (wasm only: it runs in the browser, like the JS one).
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use agent::{
     Agent, AgentState, EffectivePolicy, Input, Model, NeedsApproval, OpenOptions, Page, Status,
     StopReason, Storage, Subscription, ToolError,
 };
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use driver::RunOptions;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use driver::error::AgentError;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use driver::live::{ThreadChange, ThreadListChange, ThreadsSubscription};
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use driver::model::ModelRequest;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use driver::tools::{Tool, ToolContext};
 pub use engine::{
     AllowedDecisions, AuditRecord, Decision, Decisions, ModelOutput, ModelToolCall, PolicyChange,

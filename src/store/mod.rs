@@ -1,7 +1,7 @@
 //! Thread storage: the record/message model and its commit rule (pure), the memory store, the
 //! remote store's protocol (pure), and on wasm the IndexedDB store and the remote store.
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub mod indexeddb;
 pub mod memory;
 pub mod ownership;
@@ -12,7 +12,7 @@ pub mod remote;
 pub mod summary;
 pub mod wire;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use indexeddb::IndexedDbStore;
 pub use memory::MemoryStore;
 pub use ownership::{

@@ -134,27 +134,52 @@ pub struct WireError {
     /// `busy`: the lease's owner.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// `storage`: the record was written by a later release (its schema version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newer: Option<u32>,
+    /// `storage`: stored data that cannot be read (changed outside Gatehouse).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub corrupt: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl WireError {
     /// How the handler reports a store refusal.
     pub fn of(e: &StoreError) -> WireError {
-        let (expected, found, owner) = match e {
-            StoreError::Conflict { expected, found } => (Some(*expected), Some(*found), None),
-            StoreError::Owned { owner } => (None, None, Some(owner.clone())),
-            _ => (None, None, None),
-        };
+        let mut w = WireError::new(e.code(), e.to_string());
+        match e {
+            StoreError::Conflict { expected, found } => {
+                (w.expected, w.found) = (Some(*expected), Some(*found));
+            }
+            StoreError::Owned { owner } => w.owner = Some(owner.clone()),
+            StoreError::Newer(v) => w.newer = Some(*v),
+            StoreError::Corrupt(_) => w.corrupt = true,
+            StoreError::Quota(_)
+            | StoreError::Unavailable(_)
+            | StoreError::Unauthorized(_)
+            | StoreError::Other(_) => {}
+        }
+        w
+    }
+
+    /// A refusal with only a code and a message.
+    pub fn new(code: &str, message: String) -> WireError {
         WireError {
-            code: e.code().to_owned(),
-            message: e.to_string(),
-            expected,
-            found,
-            owner,
+            code: code.to_owned(),
+            message,
+            expected: None,
+            found: None,
+            owner: None,
+            newer: None,
+            corrupt: false,
         }
     }
 
-    /// The store error a browser reads back: `conflict` and `busy` as the local stores
-    /// report them, anything else of the store's as `Other`.
+    /// The store error a browser reads back: `conflict`, `busy`, a newer record and corrupt
+    /// data as the local stores report them, anything else of the store's as `Other`.
     pub fn into_store_error(self) -> StoreError {
         match (self.code.as_str(), self.expected, self.found, self.owner) {
             ("conflict", Some(expected), Some(found), _) => {
@@ -162,6 +187,8 @@ impl WireError {
             }
             ("busy", _, _, Some(owner)) => StoreError::Owned { owner },
             ("unauthorized", ..) => StoreError::Unauthorized(self.message),
+            ("storage", ..) if self.newer.is_some() => StoreError::Newer(self.newer.unwrap_or(0)),
+            ("storage", ..) if self.corrupt => StoreError::Corrupt(self.message),
             _ => StoreError::Other(format!("{}: {}", self.code, self.message)),
         }
     }

@@ -17,11 +17,13 @@ const sh = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ["ignore", 
 const tarball = path.join(work, sh("npm", ["pack", "--silent", "--pack-destination", work], path.join(root, "pkg")).trim().split("\n").pop());
 // Exactly what users need: the entry and its types, wasm-bindgen's module and its snippets, the
 // wasm, the subpath exports gatehouse-agent/react and gatehouse-agent/ui (their modules, types
-// and CSS), the docs. No raw wasm typings, no build leftovers.
+// and CSS), gatehouse-agent/server (its module, types and wasm core), the docs. No raw wasm
+// typings, no build leftovers.
 const listing = sh("tar", ["tzf", tarball], work).trim().split("\n").sort();
 const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gatehouse_bg.wasm", "gatehouse_wasm.d.ts", "gatehouse_wasm.js", "package.json",
   "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/announcer.js", "ui/cards.js", "ui/chat-view.js", "ui/composer.js",
-  "ui/element.js", "ui/element.d.ts", "ui/errors.js", "ui/markdown.js", "ui/message-list.js", "ui/widget.js", "ui/gatehouse.css"];
+  "ui/element.js", "ui/element.d.ts", "ui/errors.js", "ui/markdown.js", "ui/message-list.js", "ui/widget.js", "ui/gatehouse.css",
+  "server.js", "server.d.ts", "server/core.js", "server/core.d.ts", "server/core_bg.wasm"];
 const unexpected = listing.filter((f) => !wanted.includes(f.replace(/^package\//, "")) && !/^package\/snippets\/[^/]+\/.+\.js$/.test(f));
 const missing = wanted.filter((f) => !listing.includes("package/" + f));
 if (unexpected.length || missing.length || !listing.some((f) => f.endsWith("/src/js/error.js"))) {
@@ -35,7 +37,7 @@ for (const k of ["license", "repository", "homepage", "bugs", "engines", "keywor
 // takes the first condition that matches). Only the module that defines <gatehouse-chat> (and
 // CSS) is listed as having side effects.
 const subpaths = { ".": ["gatehouse.d.ts", "gatehouse.js"], "./react": ["react.d.ts", "react.js"], "./ui": ["ui/index.d.ts", "ui/index.js"],
-  "./ui/element": ["ui/element.d.ts", "ui/element.js"] };
+  "./ui/element": ["ui/element.d.ts", "ui/element.js"], "./server": ["server.d.ts", "server.js"] };
 for (const [sub, [types, js]] of Object.entries(subpaths)) {
   const e = manifest.exports[sub];
   if (!e || Object.keys(e)[0] !== "types" || e.types !== `./${types}` || e.default !== `./${js}`) {

@@ -1,0 +1,67 @@
+// gatehouse-agent/server: the store handler an app mounts in its backend (docs/design.md,
+// "Across devices"; the protocol is src/store/wire.rs).
+
+/** What `authorize` is asked: `decide` for a commit that only records decisions. */
+export type StoreAction = "read" | "write" | "decide" | "list" | "delete";
+
+/** Anything with node-postgres's `query()` and `connect()`, e.g. a `pg.Pool`. */
+export interface StorePool {
+  query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+  connect(): Promise<{
+    query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+    release(destroy?: boolean | Error): void;
+    on?(event: string, listener: (...args: any[]) => void): unknown;
+  }>;
+}
+
+export interface StoreHandlerOptions {
+  pool: StorePool;
+  /** Where the handler is mounted (default "/"). */
+  basePath?: string;
+  /**
+   * The user's identity (it becomes the audit trail's `decidedBy`), or null to refuse (403).
+   * `threadId` is null for `list`.
+   */
+  authorize(
+    request: Request,
+    what: { threadId: string | null; action: StoreAction },
+  ): string | null | Promise<string | null>;
+  /** Larger bodies are refused with 413 (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** The handler's clock, epoch ms (default `Date.now()`): leases are judged by it. */
+  now?: (request: Request) => number;
+  /** Answers CORS preflights and adds the allow headers for these origins. */
+  cors?: { origin: string | string[]; headers?: string[]; credentials?: boolean };
+  /** LISTEN/NOTIFY wakes the change stream (default true); false: it polls the change table. */
+  notify?: boolean;
+  /** How often the change stream polls without NOTIFY (default 1000 ms). */
+  pollMs?: number;
+  /** How often an idle SSE stream sends a comment (default 15000 ms). */
+  pingMs?: number;
+  /** The core's wasm, where it cannot be read from the file beside this module (Workers). */
+  wasm?: WebAssembly.Module | BufferSource;
+}
+
+export interface StoreHandler {
+  (request: Request): Promise<Response>;
+  /** Creates or migrates the tables (the first request does it too). */
+  migrate(): Promise<void>;
+  /** Ends the change streams and the LISTEN connection. */
+  close(): Promise<void>;
+}
+
+export declare function createStoreHandler(options: StoreHandlerOptions): StoreHandler;
+
+/** The handler as a Node `http` request listener. */
+export declare function toNodeListener(
+  handle: (request: Request) => Promise<Response>,
+): (req: any, res: any) => Promise<void>;
+
+/** The version of the tables this release creates. */
+export declare const STORE_SCHEMA_VERSION: number;
+
+export declare class GatehouseError extends Error {
+  readonly name: "GatehouseError";
+  readonly code: string;
+  readonly retryable: boolean;
+}

@@ -1,0 +1,882 @@
+// gatehouse-agent/server: the store handler an app mounts in its backend, so that a thread's
+// authority is the app's Postgres (docs/design.md, "Across devices"). A fetch-style handler,
+// Request → Response. The protocol is src/store/wire.rs; the decisions (the commit rule, the
+// lease rule, the page arithmetic) are the crate's own, built as wasm (server/core); this file
+// does the I/O: the SQL, the transactions, the change stream.
+//
+// The pool is the app's: anything with node-postgres's `query()` and `connect()` (a client
+// with `query()` and `release()`; `on("notification")` for LISTEN). Parameterized queries only.
+
+import * as core from "./server/core.js";
+
+export class GatehouseError extends Error {
+  constructor(code, message, retryable = false) {
+    super(message);
+    this.name = "GatehouseError";
+    this.code = code;
+    this.retryable = retryable;
+  }
+}
+
+const OPTIONS = new Set([
+  "pool", "basePath", "authorize", "maxBodyBytes", "now", "cors", "notify", "pollMs", "pingMs",
+  "wasm",
+]);
+const MAX_ID_CHARS = 1000;
+// Migrations run under this advisory lock (two handlers starting at once take turns).
+const MIGRATION_LOCK = 1734439013;
+const CHANNEL = "gatehouse_changes";
+
+// The tables, by schema version: the `gatehouse_schema` row holds the version applied.
+// Ids sort byte-wise (COLLATE "C"), as the local stores list them.
+const MIGRATIONS = [
+  [
+    `CREATE TABLE gatehouse_threads (id text COLLATE "C" PRIMARY KEY,
+       version bigint NOT NULL DEFAULT 0, record text,
+       updated_at timestamptz NOT NULL DEFAULT now())`,
+    `CREATE TABLE gatehouse_messages (thread text COLLATE "C" NOT NULL, seq bigint NOT NULL,
+       json text NOT NULL, PRIMARY KEY (thread, seq))`,
+    `CREATE TABLE gatehouse_audit (thread text COLLATE "C" NOT NULL, seq bigint NOT NULL,
+       json text NOT NULL, PRIMARY KEY (thread, seq))`,
+    `CREATE TABLE gatehouse_commits (thread text COLLATE "C" NOT NULL, commit_id text NOT NULL,
+       answer text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),
+       PRIMARY KEY (thread, commit_id))`,
+    // The change feed: one row per write, numbered in commit order (the counter row is
+    // updated last in each transaction, so a later number never commits first).
+    `CREATE TABLE gatehouse_changes (seq bigint PRIMARY KEY, thread text COLLATE "C" NOT NULL,
+       version bigint, created_at timestamptz NOT NULL DEFAULT now())`,
+    `CREATE TABLE gatehouse_change_counter (id int PRIMARY KEY, seq bigint NOT NULL,
+       pruned bigint NOT NULL)`,
+    `INSERT INTO gatehouse_change_counter (id, seq, pruned) VALUES (1, 0, 0)`,
+  ],
+];
+/** The schema version this release writes. */
+export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
+
+// Serialization failures and deadlocks: the transaction is run again.
+const RETRY_CODES = new Set(["40001", "40P01"]);
+
+class Refusal {
+  constructor(status, code, message, extra = {}) {
+    this.status = status;
+    this.body = { error: { code, message, ...extra } };
+  }
+}
+
+function invalidConfig(message) {
+  return new GatehouseError("invalid_config", `createStoreHandler: ${message}`);
+}
+
+let coreReady = null;
+/** Instantiates the wasm core once: from `wasm` (a Module or bytes), else the file beside. */
+function loadCore(wasm) {
+  if (!coreReady) {
+    coreReady = (async () => {
+      let module = wasm;
+      if (!module) {
+        const { readFile } = await import("node:fs/promises");
+        module = await readFile(new URL("./server/core_bg.wasm", import.meta.url));
+      }
+      core.initSync({ module });
+    })();
+    coreReady.catch(() => {
+      coreReady = null;
+    });
+  }
+  return coreReady;
+}
+
+/** A core answer: a refusal (`{status, error}`) becomes a thrown Refusal. */
+function answerOf(text) {
+  const v = JSON.parse(text);
+  if (v && typeof v.status === "number" && v.error) {
+    const r = new Refusal(v.status, v.error.code, v.error.message);
+    r.body = { error: v.error };
+    throw r;
+  }
+  return v;
+}
+
+/**
+ * The store handler: `(request: Request) => Promise<Response>`, with `handle.migrate()` and
+ * `handle.close()` (ends the change streams and the LISTEN connection).
+ */
+export function createStoreHandler(options) {
+  if (!options || typeof options !== "object") throw invalidConfig("options must be an object");
+  for (const key of Object.keys(options)) {
+    if (!OPTIONS.has(key)) throw invalidConfig(`unknown option "${key}"`);
+  }
+  const {
+    pool, basePath = "/", authorize, maxBodyBytes = 1024 * 1024, now = () => Date.now(),
+    cors, notify = true, pollMs = 1000, pingMs = 15_000, wasm,
+  } = options;
+  if (!pool || typeof pool.query !== "function" || typeof pool.connect !== "function") {
+    throw invalidConfig("pool must have query() and connect() (e.g. a pg.Pool)");
+  }
+  if (typeof authorize !== "function") throw invalidConfig("authorize must be a function");
+  if (typeof now !== "function") throw invalidConfig("now must be a function");
+  if (typeof basePath !== "string" || !basePath.startsWith("/")) {
+    throw invalidConfig('basePath must be a path starting with "/"');
+  }
+  for (const [name, v] of [["maxBodyBytes", maxBodyBytes], ["pollMs", pollMs], ["pingMs", pingMs]]) {
+    if (!Number.isInteger(v) || v <= 0) throw invalidConfig(`${name} must be a positive integer`);
+  }
+  if (cors !== undefined) {
+    if (!cors || typeof cors !== "object") throw invalidConfig("cors must be { origin }");
+    for (const k of Object.keys(cors)) {
+      if (!["origin", "headers", "credentials"].includes(k)) {
+        throw invalidConfig(`unknown option "cors.${k}"`);
+      }
+    }
+    const o = cors.origin;
+    if (!(typeof o === "string" || (Array.isArray(o) && o.every((x) => typeof x === "string")))) {
+      throw invalidConfig('cors.origin must be "*", an origin or a list of origins');
+    }
+  }
+  const base = basePath.length > 1 && basePath.endsWith("/") ? basePath.slice(0, -1) : basePath;
+
+  let migrated = null;
+  const migrate = () => {
+    if (!migrated) {
+      migrated = Promise.all([loadCore(wasm), runMigrations(pool)]).then(() => undefined);
+      migrated.catch(() => {
+        migrated = null;
+      });
+    }
+    return migrated;
+  };
+  const feed = new ChangeFeed(pool, { notify, pollMs, pingMs });
+  const ctx = { pool, authorize, maxBodyBytes, now, notify, feed };
+
+  async function handle(request) {
+    const headers = corsHeaders(cors, request);
+    if (request.method === "OPTIONS" && cors) {
+      return new Response(null, {
+        status: 204,
+        headers: {
+          ...headers,
+          "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+          "access-control-allow-headers": ["content-type", "authorization",
+            ...(cors.headers ?? [])].join(", "),
+          "access-control-max-age": "600",
+        },
+      });
+    }
+    try {
+      const route = routeOf(base, request);
+      await migrate();
+      const out = await route.run(ctx, request);
+      if (out instanceof Response) {
+        for (const [k, v] of Object.entries(headers)) out.headers.set(k, v);
+        return out;
+      }
+      return json(200, out, headers);
+    } catch (e) {
+      if (e instanceof Refusal) return json(e.status, e.body, headers);
+      return json(500, storageError(e), headers);
+    }
+  }
+  handle.migrate = migrate;
+  handle.close = () => feed.close();
+  return handle;
+}
+
+function storageError(e) {
+  const code = e && typeof e.code === "string" ? ` (${e.code})` : "";
+  return {
+    error: {
+      code: "storage",
+      message: `the database failed${code}; a commit may or may not have been applied: retry it ` +
+        "with the same commit id",
+    },
+  };
+}
+
+function json(status, body, headers) {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  return new Response(text, {
+    status,
+    headers: { ...headers, "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-store" },
+  });
+}
+
+function corsHeaders(cors, request) {
+  if (!cors) return {};
+  const origin = request.headers.get("origin");
+  const allowed = cors.origin === "*"
+    ? "*"
+    : (Array.isArray(cors.origin) ? cors.origin : [cors.origin]).includes(origin) ? origin : null;
+  if (!allowed) return {};
+  const h = { "access-control-allow-origin": allowed, vary: "Origin" };
+  if (cors.credentials) h["access-control-allow-credentials"] = "true";
+  return h;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Routes (src/store/wire.rs)
+
+function notFound() {
+  return new Refusal(404, "not_found", "no such route");
+}
+
+function invalid(message) {
+  return new Refusal(400, "invalid_request", message);
+}
+
+function routeOf(base, request) {
+  const url = new URL(request.url);
+  let rest = url.pathname;
+  if (base !== "/") {
+    if (!(rest === base || rest.startsWith(base + "/"))) throw notFound();
+    rest = rest.slice(base.length);
+  }
+  const m = request.method;
+  const query = (allowed) => readQuery(url.searchParams, allowed);
+  if (rest === "/threads") {
+    if (m !== "GET") throw notFound();
+    query([]);
+    return { run: list };
+  }
+  if (rest === "/changes") {
+    if (m !== "GET") throw notFound();
+    const q = query(["poll", "since", "wait"]);
+    return { run: (ctx, req) => changes(ctx, req, q) };
+  }
+  if (!rest.startsWith("/threads/")) throw notFound();
+  const after = rest.slice("/threads/".length);
+  const slash = after.indexOf("/");
+  const id = threadIdOf(slash < 0 ? after : after.slice(0, slash));
+  const sub = slash < 0 ? null : after.slice(slash + 1);
+  if (sub === null && m === "GET") {
+    query([]);
+    return { run: (ctx, req) => load(ctx, req, id) };
+  }
+  if (sub === null && m === "DELETE") {
+    query([]);
+    return { run: (ctx, req) => remove(ctx, req, id) };
+  }
+  if ((sub === "messages" || sub === "audit") && m === "GET") {
+    const q = query(["before", "limit"]);
+    const before = q.before === undefined ? null : integer(q.before, "before", 2 ** 53);
+    const limit = q.limit === undefined ? 50 : integer(q.limit, "limit", 2 ** 32 - 1);
+    return { run: (ctx, req) => rows(ctx, req, id, sub, before, limit) };
+  }
+  if (sub === "commit" && m === "POST") {
+    query([]);
+    return { run: (ctx, req) => commit(ctx, req, id) };
+  }
+  if (sub === "lease" && m === "POST") {
+    query([]);
+    return { run: (ctx, req) => lease(ctx, req, id) };
+  }
+  throw notFound();
+}
+
+function readQuery(params, allowed) {
+  const q = {};
+  for (const [k, v] of params) {
+    if (!allowed.includes(k)) throw invalid(`unknown query parameter "${k}"`);
+    if (k in q) throw invalid(`query parameter "${k}" given twice`);
+    q[k] = v;
+  }
+  return q;
+}
+
+function integer(text, name, max) {
+  if (!/^\d{1,16}$/.test(text) || Number(text) > max) {
+    throw invalid(`${name} must be an integer from 0 to ${max}`);
+  }
+  return Number(text);
+}
+
+function threadIdOf(raw) {
+  let id;
+  try {
+    id = decodeURIComponent(raw);
+  } catch {
+    throw invalid("the thread id is not valid percent-encoded UTF-8");
+  }
+  if (id.length > MAX_ID_CHARS) throw invalid(`a thread id has at most ${MAX_ID_CHARS} characters`);
+  // Postgres text cannot hold NUL.
+  if (id.includes("\u0000")) throw invalid("a thread id cannot contain NUL");
+  return id;
+}
+
+async function identityOf(ctx, request, threadId, action) {
+  let who;
+  try {
+    who = await ctx.authorize(request, { threadId, action });
+  } catch {
+    // The app's error text stays on the server.
+    throw new Refusal(500, "storage", `authorize failed; nothing was read or written`);
+  }
+  if (typeof who !== "string" || who === "") {
+    throw new Refusal(403, "unauthorized",
+      threadId === null ? `not allowed to ${action}` : `not allowed to ${action} this thread`);
+  }
+  return who;
+}
+
+async function mayRead(ctx, request, threadId) {
+  try {
+    const who = await ctx.authorize(request, { threadId, action: "read" });
+    return typeof who === "string" && who !== "";
+  } catch {
+    return false;
+  }
+}
+
+function clock(ctx, request) {
+  const t = ctx.now(request);
+  if (typeof t !== "number" || !Number.isFinite(t)) throw new Error("now() must return a number");
+  return t;
+}
+
+/** The body as text, at most `max` bytes counted as they arrive (Content-Length is a hint). */
+async function readBody(request, max) {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > max) throw tooLarge(max);
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      reader.cancel().catch(() => {});
+      throw tooLarge(max);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw invalid("the body is not UTF-8");
+  }
+}
+
+function tooLarge(max) {
+  return new Refusal(413, "too_large", `the body is larger than ${max} bytes`);
+}
+
+/** Runs `fn(client)` in a transaction; `fn` returns `{ value, write }` (false: roll back). */
+async function transaction(pool, fn, begin = "BEGIN") {
+  for (let attempt = 0; ; attempt++) {
+    const client = await pool.connect();
+    // A connection that dies mid-transaction fails the query under way; the client's own
+    // `error` event must not become an uncaught exception in the app.
+    const ignore = () => {};
+    client.on?.("error", ignore);
+    let broken = false;
+    try {
+      await client.query(begin);
+      const { value, write } = await fn(client);
+      await client.query(write ? "COMMIT" : "ROLLBACK");
+      return value;
+    } catch (e) {
+      broken = !(e instanceof Refusal);
+      await client.query("ROLLBACK").catch(() => {});
+      if (RETRY_CODES.has(e?.code) && attempt < 4) continue;
+      throw e;
+    } finally {
+      // A client that failed mid-transaction is not given back: it may be dead.
+      client.off?.("error", ignore);
+      client.release(broken ? true : undefined);
+    }
+  }
+}
+
+async function runMigrations(pool) {
+  await transaction(pool, async (c) => {
+    await c.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+    await c.query(`CREATE TABLE IF NOT EXISTS gatehouse_schema (id int PRIMARY KEY,
+      version int NOT NULL)`);
+    const r = await c.query("SELECT version FROM gatehouse_schema WHERE id = 1");
+    const from = r.rows.length ? Number(r.rows[0].version) : 0;
+    if (from > MIGRATIONS.length) {
+      throw new GatehouseError("storage", `the Gatehouse tables are at schema ${from}, ` +
+        `written by a newer release (this one knows ${MIGRATIONS.length})`);
+    }
+    for (let v = from; v < MIGRATIONS.length; v++) {
+      for (const sql of MIGRATIONS[v]) await c.query(sql);
+    }
+    await c.query(`INSERT INTO gatehouse_schema (id, version) VALUES (1, $1)
+      ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version`, [MIGRATIONS.length]);
+    return { value: undefined, write: true };
+  });
+}
+
+/** The stored record of `id` as the core reads it, or null (never written). */
+function recordOf(id, text) {
+  return text === null || text === undefined ? null : answerOf(core.readRecord(id, text));
+}
+
+async function load(ctx, request, id) {
+  await identityOf(ctx, request, id, "read");
+  return transaction(ctx.pool, async (c) => {
+    const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1", [id]);
+    const rec = recordOf(id, r.rows[0]?.record);
+    if (!rec) return { value: '{"record":null,"tail":null}', write: false };
+    let tail = null;
+    if (rec.messageCount > 0) {
+      const t = await c.query("SELECT json FROM gatehouse_messages WHERE thread = $1 AND seq = $2",
+        [id, rec.messageCount]);
+      tail = t.rows[0]?.json ?? null;
+    }
+    return { value: `{"record":${rec.record},"tail":${JSON.stringify(tail)}}`, write: false };
+  }, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
+async function rows(ctx, request, id, kind, before, limit) {
+  await identityOf(ctx, request, id, "read");
+  return transaction(ctx.pool, async (c) => {
+    const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1", [id]);
+    const text = r.rows[0]?.record;
+    if (text === null || text === undefined) return { value: '{"rows":[]}', write: false };
+    const w = answerOf(core.rowsWindow(id, text, kind, before ?? undefined, limit));
+    if (w.first > w.last) return { value: '{"rows":[]}', write: false };
+    const table = kind === "messages" ? "gatehouse_messages" : "gatehouse_audit";
+    const got = await c.query(`SELECT seq, json FROM ${table}
+      WHERE thread = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`, [id, w.first, w.last]);
+    const out = [];
+    for (let seq = w.first; seq <= w.last; seq++) {
+      const row = got.rows[seq - w.first];
+      if (!row || Number(row.seq) !== seq) answerOf(core.missingRow(id, kind, seq));
+      out.push({ seq, json: row.json });
+    }
+    return { value: { rows: out }, write: false };
+  }, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
+/** Locks the thread's row (a placeholder while it has never been written). */
+async function lockThread(c, id) {
+  await c.query(`INSERT INTO gatehouse_threads (id, version, record) VALUES ($1, 0, NULL)
+    ON CONFLICT (id) DO NOTHING`, [id]);
+  const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1 FOR UPDATE", [id]);
+  return r.rows[0]?.record ?? null;
+}
+
+/** Appends to the change feed and wakes the listeners: last in the transaction. */
+async function announce(ctx, c, id, version) {
+  const r = await c.query(`UPDATE gatehouse_change_counter SET seq = seq + 1 WHERE id = 1
+    RETURNING seq`);
+  const seq = r.rows[0].seq;
+  await c.query("INSERT INTO gatehouse_changes (seq, thread, version) VALUES ($1, $2, $3)",
+    [seq, id, version]);
+  if (ctx.notify) {
+    await c.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify({ seq: String(seq) })]);
+  }
+  ctx.feed.wrote();
+}
+
+async function commit(ctx, request, id) {
+  const body = await readBody(request, ctx.maxBodyBytes);
+  const { action, commitId } = answerOf(core.commitAction(body));
+  const who = await identityOf(ctx, request, id, action);
+  const at = clock(ctx, request);
+  return transaction(ctx.pool, async (c) => {
+    const stored = await lockThread(c, id);
+    // A retry of a commit already applied (its answer was lost): the same answer.
+    const done = await c.query(`SELECT answer FROM gatehouse_commits
+      WHERE thread = $1 AND commit_id = $2`, [id, commitId]);
+    if (done.rows.length) return { value: done.rows[0].answer, write: false };
+    let tail = null;
+    let after = false;
+    const rec = recordOf(id, stored);
+    if (rec) {
+      const t = await c.query(`SELECT
+        (SELECT json FROM gatehouse_messages WHERE thread = $1 AND seq = $2) AS tail,
+        EXISTS (SELECT 1 FROM gatehouse_messages WHERE thread = $1 AND seq > $2) AS after`,
+      [id, rec.messageCount]);
+      tail = t.rows[0].tail;
+      after = t.rows[0].after;
+    }
+    const plan = answerOf(core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body,
+      at, who));
+    await c.query(`UPDATE gatehouse_threads SET version = $2, record = $3, updated_at = now()
+      WHERE id = $1`, [id, plan.version, plan.record]);
+    for (const [table, list] of [["gatehouse_messages", plan.rows], ["gatehouse_audit", plan.audit]]) {
+      if (list.length === 0) continue;
+      await c.query(`INSERT INTO ${table} (thread, seq, json)
+        SELECT $1, * FROM unnest($2::bigint[], $3::text[])
+        ON CONFLICT (thread, seq) DO UPDATE SET json = EXCLUDED.json`,
+      [id, list.map((r) => r.seq), list.map((r) => r.json)]);
+    }
+    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer)
+      VALUES ($1, $2, $3)`, [id, commitId, plan.answer]);
+    await announce(ctx, c, id, plan.version);
+    return { value: plan.answer, write: true };
+  });
+}
+
+async function lease(ctx, request, id) {
+  const body = await readBody(request, ctx.maxBodyBytes);
+  answerOf(core.leaseRequest(body));
+  await identityOf(ctx, request, id, "write");
+  const at = clock(ctx, request);
+  return transaction(ctx.pool, async (c) => {
+    const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1 FOR UPDATE", [id]);
+    const plan = answerOf(core.planLease(id, r.rows[0]?.record ?? undefined, body, at));
+    if (!plan.ok) return { value: '{"ok":false}', write: false };
+    await c.query("UPDATE gatehouse_threads SET record = $2, updated_at = now() WHERE id = $1",
+      [id, plan.record]);
+    // A release frees the thread for another device: tell them (the version is unchanged).
+    if (JSON.parse(body).op === "release") await announce(ctx, c, id, plan.version);
+    return { value: '{"ok":true}', write: true };
+  });
+}
+
+async function remove(ctx, request, id) {
+  await identityOf(ctx, request, id, "delete");
+  return transaction(ctx.pool, async (c) => {
+    const r = await c.query("DELETE FROM gatehouse_threads WHERE id = $1 RETURNING record", [id]);
+    for (const table of ["gatehouse_messages", "gatehouse_audit", "gatehouse_commits"]) {
+      await c.query(`DELETE FROM ${table} WHERE thread = $1`, [id]);
+    }
+    const existed = r.rows.some((row) => row.record !== null);
+    if (existed) await announce(ctx, c, id, null);
+    return { value: "{}", write: true };
+  });
+}
+
+async function list(ctx, request) {
+  await identityOf(ctx, request, null, "list");
+  const r = await ctx.pool.query(`SELECT id, record FROM gatehouse_threads
+    WHERE record IS NOT NULL ORDER BY id`);
+  const readable = [];
+  for (const row of r.rows) {
+    try {
+      readable.push([row.id, answerOf(core.readRecord(row.id, row.record)).record]);
+    } catch {
+      // An unreadable record is left out of the list (as the local stores do).
+    }
+  }
+  const allowed = await Promise.all(readable.map(([tid]) => mayRead(ctx, request, tid)));
+  const texts = readable.filter((_, i) => allowed[i]).map(([, text]) => text);
+  return `{"threads":[${texts.join(",")}]}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The change stream: SSE, or JSON long-polls, read from gatehouse_changes (docs/design.md,
+// "Across devices"). NOTIFY only wakes the readers; without it they read every `pollMs`.
+
+async function changes(ctx, request, q) {
+  if (q.poll !== undefined) {
+    if (q.poll !== "1") throw invalid('poll must be "1"');
+    const since = q.since === undefined ? null : integer(q.since, "since", 2 ** 53);
+    const wait = q.wait === undefined ? 0 : integer(q.wait, "wait", 60_000);
+    return pollChanges(ctx, request, since, wait);
+  }
+  if (q.since !== undefined || q.wait !== undefined) throw invalid("since and wait need poll=1");
+  return ctx.feed.stream(request, (threadId) => mayRead(ctx, request, threadId));
+}
+
+/** Notices after `since` the user may read, one per thread (its latest). */
+async function readChanges(pool, since, mayReadThread) {
+  const counter = await pool.query("SELECT seq, pruned FROM gatehouse_change_counter WHERE id = 1");
+  const { seq: top, pruned } = counter.rows[0];
+  if (since === null) return { changes: [], cursor: String(top) };
+  const r = await pool.query(`SELECT seq, thread, version FROM gatehouse_changes
+    WHERE seq > $1 ORDER BY seq LIMIT 1000`, [since]);
+  const latest = new Map();
+  for (const row of r.rows) latest.set(row.thread, row.version === null ? null : Number(row.version));
+  const cursor = r.rows.length ? String(r.rows[r.rows.length - 1].seq) : String(Math.max(since, 0));
+  const out = [];
+  for (const [threadId, version] of latest) {
+    if (await mayReadThread(threadId)) out.push({ threadId, version });
+  }
+  const reset = since < Number(pruned) ? { reset: true } : {};
+  return { changes: out, cursor, ...reset };
+}
+
+async function pollChanges(ctx, request, since, wait) {
+  const deadline = Date.now() + wait;
+  let cursor = since;
+  for (;;) {
+    const got = await readChanges(ctx.pool, cursor, (t) => mayRead(ctx, request, t));
+    if (got.changes.length || got.reset || cursor === null || Date.now() >= deadline ||
+        request.signal?.aborted) {
+      return got;
+    }
+    cursor = Number(got.cursor);
+    await ctx.feed.nextWake(Math.min(deadline - Date.now(), ctx.feed.pollMs), request.signal);
+  }
+}
+
+class ChangeFeed {
+  constructor(pool, { notify, pollMs, pingMs }) {
+    this.pool = pool;
+    this.notify = notify;
+    this.pollMs = pollMs;
+    this.pingMs = pingMs;
+    this.streams = new Set();
+    this.waiters = new Set();
+    this.listener = null;
+    this.cursor = null;
+    this.timer = null;
+    this.pinger = null;
+    this.draining = null;
+    this.closed = false;
+  }
+
+  /** This handler wrote: wake its own readers at once (NOTIFY wakes the other handlers'). */
+  wrote() {
+    queueMicrotask(() => this.wake());
+  }
+
+  wake() {
+    for (const w of this.waiters) w();
+    this.waiters.clear();
+    if (this.streams.size) this.drain();
+  }
+
+  /** Resolves on the next wake, after `ms`, or when `signal` aborts. */
+  nextWake(ms, signal) {
+    this.ensureListening();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.waiters.delete(done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const t = setTimeout(done, Math.max(ms, 0));
+      this.waiters.add(done);
+      signal?.addEventListener("abort", done);
+    });
+  }
+
+  async ensureListening() {
+    if (!this.notify || this.listener || this.closed) return;
+    this.listener = "connecting";
+    let client;
+    try {
+      client = await this.pool.connect();
+      if (typeof client.on !== "function") throw new Error("the pool's clients cannot LISTEN");
+      client.on("notification", (n) => {
+        if (n.channel === CHANNEL) this.wake();
+      });
+      client.on("error", () => this.lost(client));
+      await client.query(`LISTEN ${CHANNEL}`);
+      if (this.closed) throw new Error("closed");
+      this.listener = client;
+    } catch {
+      if (client) client.release(true);
+      this.listener = null;
+      this.endStreams();
+    }
+  }
+
+  /** The LISTEN connection broke: notices may be lost, so every stream ends (clients
+   * reconnect and reload). */
+  lost(client) {
+    if (this.listener === client) {
+      this.listener = null;
+      client.release(true);
+    }
+    this.endStreams();
+  }
+
+  endStreams() {
+    for (const s of this.streams) s.end();
+  }
+
+  async stream(request, mayReadThread) {
+    const r = await this.pool.query("SELECT seq FROM gatehouse_change_counter WHERE id = 1");
+    if (this.cursor === null) this.cursor = Number(r.rows[0].seq);
+    await this.ensureListening();
+    const encoder = new TextEncoder();
+    const feed = this;
+    let entry;
+    const body = new ReadableStream({
+      start(controller) {
+        entry = {
+          mayReadThread,
+          send(text) {
+            try {
+              controller.enqueue(encoder.encode(text));
+            } catch {
+              entry.end();
+            }
+          },
+          end() {
+            if (!feed.streams.delete(entry)) return;
+            try {
+              controller.close();
+            } catch {
+              // already closed or cancelled
+            }
+            feed.stopIfIdle();
+          },
+        };
+        feed.streams.add(entry);
+        entry.send("retry: 1000\n: connected\n\n");
+        feed.start();
+      },
+      cancel() {
+        entry.end();
+      },
+    });
+    request.signal?.addEventListener("abort", () => entry.end());
+    return new Response(body, {
+      status: 200,
+      headers: { "content-type": "text/event-stream", "cache-control": "no-store",
+        "x-accel-buffering": "no" },
+    });
+  }
+
+  start() {
+    if (!this.pinger) {
+      this.pinger = setInterval(() => {
+        for (const s of this.streams) s.send(": ping\n\n");
+      }, this.pingMs);
+    }
+    // Without NOTIFY, read every pollMs; with it, every 5 s as well (a lost wake-up).
+    if (!this.timer) {
+      this.timer = setInterval(() => this.drain(), this.notify ? 5000 : this.pollMs);
+    }
+  }
+
+  stopIfIdle() {
+    if (this.streams.size) return;
+    clearInterval(this.pinger);
+    clearInterval(this.timer);
+    this.pinger = this.timer = null;
+  }
+
+  drain() {
+    if (this.draining) {
+      this.draining.again = true;
+      return;
+    }
+    const run = { again: false };
+    this.draining = run;
+    (async () => {
+      do {
+        run.again = false;
+        const r = await this.pool.query(`SELECT seq, thread, version FROM gatehouse_changes
+          WHERE seq > $1 ORDER BY seq LIMIT 1000`, [this.cursor]);
+        for (const row of r.rows) {
+          this.cursor = Number(row.seq);
+          const notice = JSON.stringify({ threadId: row.thread,
+            version: row.version === null ? null : Number(row.version) });
+          const text = `id: ${row.seq}\ndata: ${notice}\n\n`;
+          await Promise.all([...this.streams].map(async (s) => {
+            if (await s.mayReadThread(row.thread)) s.send(text);
+          }));
+        }
+        if (r.rows.length === 1000) run.again = true;
+      } while (run.again && this.streams.size);
+    })().catch(() => this.endStreams()).finally(() => {
+      this.draining = null;
+    });
+  }
+
+  close() {
+    this.closed = true;
+    this.endStreams();
+    this.stopIfIdle();
+    for (const w of this.waiters) w();
+    if (this.listener && this.listener !== "connecting") {
+      const c = this.listener;
+      this.listener = null;
+      return c.query(`UNLISTEN ${CHANNEL}`).then(() => c.release(), () => c.release(true));
+    }
+    return Promise.resolve();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Mounts a fetch-style handler on Node's http server: `http.createServer(toNodeListener(h))`.
+ * The request is aborted (its `signal`) when the connection closes.
+ */
+export function toNodeListener(handle) {
+  return async (req, res) => {
+    const controller = new AbortController();
+    res.on("close", () => controller.abort());
+    // A body the handler did not read to its end (a 413): drained, so the client gets the
+    // answer rather than a reset connection.
+    res.on("finish", () => {
+      if (!req.complete) {
+        req.removeAllListeners("data");
+        req.resume();
+      }
+    });
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (k.startsWith(":") || v === undefined) continue;
+      headers.set(k, Array.isArray(v) ? v.join(", ") : v);
+    }
+    const init = { method: req.method, headers, signal: controller.signal };
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      init.duplex = "half";
+      init.body = new ReadableStream({
+        start(c) {
+          req.on("data", (chunk) => {
+            try {
+              c.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+            } catch {
+              // the handler stopped reading (too large): the rest is dropped
+            }
+            if (c.desiredSize !== null && c.desiredSize <= 0) req.pause();
+          });
+          req.on("end", () => {
+            try {
+              c.close();
+            } catch {
+              // cancelled
+            }
+          });
+          req.on("error", (e) => c.error(e));
+        },
+        pull() {
+          req.resume();
+        },
+        cancel() {
+          req.resume();
+        },
+      });
+    }
+    let response;
+    try {
+      response = await handle(new Request(`http://${req.headers.host ?? "localhost"}${req.url}`,
+        init));
+    } catch {
+      res.writeHead(500).end();
+      return;
+    }
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    if (!response.body) {
+      res.end();
+      return;
+    }
+    const reader = response.body.getReader();
+    res.on("close", () => reader.cancel().catch(() => {}));
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (!res.write(value)) {
+          await new Promise((resolve) => {
+            res.once("drain", resolve);
+            res.once("close", resolve);
+          });
+        }
+      }
+      res.end();
+    } catch {
+      res.destroy();
+    }
+  };
+}

@@ -1,0 +1,293 @@
+//! What the handler decides, pure: JSON text in, JSON text out, with the crate's own rules
+//! (`store::wire`, `plan_commit`, `plan_renew`, `plan_release`, `page::window`). The handler
+//! (`pkg-template/server.js`) does the I/O: it reads what these need inside its transaction and
+//! writes what they plan (docs/design.md, "Across devices").
+//!
+//! Every answer is a JSON object: a refusal is `{"status": N, "error": WireError}`, anything
+//! else is what the function documents.
+
+use gatehouse_agent::store::ownership::{plan_release, plan_renew};
+use gatehouse_agent::store::page::{Rows, window};
+use gatehouse_agent::store::wire::{
+    CommitRequest, Committed, LeaseOp, LeaseRequest, WireError, action_of, remote_writer,
+    stamp_identity,
+};
+use gatehouse_agent::store::{
+    LEASE_MS, MessageRow, StoreError, Stored, ThreadRecord, plan_commit as plan,
+};
+use gatehouse_agent::thread::Message;
+use serde_json::{Value, json};
+
+/// A refusal: the HTTP status and the wire's error body.
+fn refusal(status: u16, error: WireError) -> String {
+    json!({ "status": status, "error": error }).to_string()
+}
+
+fn invalid(message: String) -> String {
+    refusal(400, WireError::new("invalid_request", message))
+}
+
+/// A store refusal: `conflict` and `busy` are the caller's to retry (409); the rest (a
+/// record of a newer release, stored data that cannot be read) is the storage's (500).
+fn store_refusal(e: &StoreError) -> String {
+    let status = match e {
+        StoreError::Conflict { .. } | StoreError::Owned { .. } => 409,
+        StoreError::Unauthorized(_) => 403,
+        StoreError::Quota(_)
+        | StoreError::Unavailable(_)
+        | StoreError::Corrupt(_)
+        | StoreError::Newer(_)
+        | StoreError::Other(_) => 500,
+    };
+    refusal(status, WireError::of(e))
+}
+
+fn read_request<T: serde::de::DeserializeOwned>(body: &str, what: &str) -> Result<T, String> {
+    serde_json::from_str(body).map_err(|e| invalid(format!("the {what} request is not valid: {e}")))
+}
+
+/// The stored record's text, read as a record: `Corrupt` when it is not one.
+fn read_stored(thread_id: &str, text: &str) -> Result<ThreadRecord, StoreError> {
+    serde_json::from_str(text).map_err(|e| {
+        StoreError::Corrupt(format!(
+            "the record of thread {thread_id:?} is unreadable: {e}"
+        ))
+    })
+}
+
+/// `{"action", "commitId"}` of a commit body, for `authorize` before anything is read.
+pub fn commit_action(body: &str) -> String {
+    match read_request::<CommitRequest>(body, "commit") {
+        Ok(r) => json!({ "action": action_of(&r.commit), "commitId": r.commit_id }).to_string(),
+        Err(refused) => refused,
+    }
+}
+
+/// A stored record, checked and rewritten as this release reads it, with what the handler
+/// needs to read its rows: `{"record": text, "version", "messageCount", "auditCount"}`.
+pub fn read_record(thread_id: &str, text: &str) -> String {
+    match read_stored(thread_id, text) {
+        Ok(r) => json!({
+            "record": serde_json::to_string(&r).unwrap_or_default(),
+            "version": r.version,
+            "messageCount": r.message_count,
+            "auditCount": r.audit_count,
+        })
+        .to_string(),
+        Err(e) => store_refusal(&e),
+    }
+}
+
+/// Plans a commit the way the local stores do (`plan_commit`), with the handler's writer and
+/// clock and the identity `authorize` returned. `record` is the stored record's text (`None`:
+/// never written), `tail` the text of the row at its `messageCount`, `row_after_tail` whether
+/// a row is stored after it. Answers `{"version", "record": text, "answer": text, "rows":
+/// [{seq, json}], "audit": [{seq, json}]}`, `answer` being the [`Committed`] body.
+pub fn plan_commit(
+    thread_id: &str,
+    record: Option<&str>,
+    tail: Option<&str>,
+    row_after_tail: bool,
+    body: &str,
+    now_ms: f64,
+    identity: &str,
+) -> String {
+    let mut request: CommitRequest = match read_request(body, "commit") {
+        Ok(r) => r,
+        Err(refused) => return refused,
+    };
+    let current = match record {
+        Some(text) => match read_stored(thread_id, text) {
+            Ok(r) => r,
+            Err(e) => return store_refusal(&e),
+        },
+        None => ThreadRecord::new(thread_id, now_ms),
+    };
+    // An unreadable tail has no id: a rewrite cannot name it (as in memory.rs).
+    let tail_id = tail
+        .and_then(|t| serde_json::from_str::<Message>(t).ok())
+        .map(|m| m.id.to_string());
+    stamp_identity(&current, &mut request.commit, identity);
+    let writer = remote_writer(&request.owner, request.keep, now_ms);
+    let stored = Stored {
+        record: &current,
+        tail_id: tail_id.as_deref(),
+        row_after_tail,
+    };
+    match plan(
+        stored,
+        request.expected_version,
+        &request.commit,
+        &writer,
+        now_ms,
+    ) {
+        Ok(p) => {
+            let record_text = serde_json::to_string(&p.record).unwrap_or_default();
+            let answer = serde_json::to_string(&Committed {
+                record: p.record.clone(),
+            })
+            .unwrap_or_default();
+            json!({
+                "version": p.record.version,
+                "record": record_text,
+                "answer": answer,
+                "rows": rows(&p.rows),
+                "audit": rows(&p.audit),
+            })
+            .to_string()
+        }
+        Err(e) => store_refusal(&e),
+    }
+}
+
+fn rows(rows: &[MessageRow]) -> Value {
+    Value::Array(
+        rows.iter()
+            .map(|r| json!({ "seq": r.seq, "json": r.json }))
+            .collect(),
+    )
+}
+
+/// `{"owner", "op"}` of a lease body, or a refusal.
+pub fn lease_request(body: &str) -> String {
+    match read_request::<LeaseRequest>(body, "lease") {
+        Ok(r) => serde_json::to_string(&r).unwrap_or_default(),
+        Err(refused) => refused,
+    }
+}
+
+/// Renews (to the handler's clock plus `LEASE_MS`) or releases `owner`'s lease on the stored
+/// record: `{"ok": true, "record": text}` to write, `{"ok": false}` when the lease is not
+/// `owner`'s (nothing to write). A thread never written has no lease.
+pub fn plan_lease(thread_id: &str, record: Option<&str>, body: &str, now_ms: f64) -> String {
+    let request: LeaseRequest = match read_request(body, "lease") {
+        Ok(r) => r,
+        Err(refused) => return refused,
+    };
+    let Some(text) = record else {
+        return json!({ "ok": false }).to_string();
+    };
+    let current = match read_stored(thread_id, text) {
+        Ok(r) => r,
+        Err(e) => return store_refusal(&e),
+    };
+    let planned = match request.op {
+        LeaseOp::Renew => match plan_renew(&current, &request.owner, now_ms + LEASE_MS) {
+            Ok(r) => r,
+            Err(e) => return store_refusal(&e),
+        },
+        LeaseOp::Release => plan_release(&current, &request.owner),
+    };
+    match planned {
+        Some(r) => json!({
+            "ok": true,
+            "version": r.version,
+            "record": serde_json::to_string(&r).unwrap_or_default(),
+        })
+        .to_string(),
+        None => json!({ "ok": false }).to_string(),
+    }
+}
+
+/// The seqs of a page (`page::window` over the record's count of `kind`, "messages" or
+/// "audit"): `{"first", "last"}`, inclusive, empty when `first > last`.
+pub fn rows_window(
+    thread_id: &str,
+    record: &str,
+    kind: &str,
+    before_seq: Option<f64>,
+    limit: u32,
+) -> String {
+    let kind = match kind {
+        "messages" => Rows::Messages,
+        "audit" => Rows::Audit,
+        other => return invalid(format!("no rows named {other:?}")),
+    };
+    let current = match read_stored(thread_id, record) {
+        Ok(r) => r,
+        Err(e) => return store_refusal(&e),
+    };
+    let w = window(kind.count(&current), before_seq.map(|s| s as u64), limit);
+    json!({ "first": w.start + 1, "last": w.end }).to_string()
+}
+
+/// A page that lacks a row its record counts: stored data changed outside Gatehouse.
+pub fn missing_row(thread_id: &str, kind: &str, seq: f64) -> String {
+    store_refusal(&StoreError::Corrupt(format!(
+        "{kind} row {} of thread {thread_id:?} is missing",
+        seq as u64
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn a_commit_body_with_an_unknown_key_is_invalid() {
+        let v = value(&commit_action(r#"{"commitId":"c","bogus":1}"#));
+        assert_eq!(v["status"], 400);
+        assert_eq!(v["error"]["code"], "invalid_request");
+        assert_eq!(value(&commit_action("not json"))["status"], 400);
+    }
+
+    #[test]
+    fn an_unreadable_record_is_a_storage_refusal() {
+        let v = value(&read_record("t", r#"{"id":"t","version":"x"}"#));
+        assert_eq!(
+            (v["status"].as_u64(), v["error"]["code"].as_str()),
+            (Some(500), Some("storage"))
+        );
+    }
+
+    #[test]
+    fn a_newer_or_unreadable_record_reads_back_as_the_local_stores_say() {
+        let newer = ThreadRecord {
+            schema_version: 99,
+            ..ThreadRecord::new("t", 0.0)
+        };
+        let text = serde_json::to_string(&newer).unwrap();
+        let v = value(&plan_lease(
+            "t",
+            Some(&text),
+            r#"{"owner":"a","op":"renew"}"#,
+            0.0,
+        ));
+        let e: WireError = serde_json::from_value(v["error"].clone()).unwrap();
+        assert_eq!(e.into_store_error(), StoreError::Newer(99));
+        let v = value(&read_record("t", "{}"));
+        let e: WireError = serde_json::from_value(v["error"].clone()).unwrap();
+        assert!(matches!(e.into_store_error(), StoreError::Corrupt(_)));
+    }
+
+    #[test]
+    fn a_window_names_seqs_not_indexes() {
+        let r = serde_json::to_string(&ThreadRecord {
+            message_count: 10,
+            ..ThreadRecord::new("t", 0.0)
+        })
+        .unwrap();
+        let v = value(&rows_window("t", &r, "messages", Some(8.0), 3));
+        assert_eq!(
+            (v["first"].as_u64(), v["last"].as_u64()),
+            (Some(5), Some(7))
+        );
+        let v = value(&rows_window("t", &r, "audit", None, 3));
+        assert_eq!(
+            (v["first"].as_u64(), v["last"].as_u64()),
+            (Some(1), Some(0))
+        );
+    }
+
+    #[test]
+    fn a_lease_of_a_thread_never_written_is_not_the_owners() {
+        let v = value(&plan_lease("t", None, r#"{"owner":"a","op":"renew"}"#, 0.0));
+        assert_eq!(v, json!({"ok": false}));
+        let v = value(&plan_lease("t", None, r#"{"owner":"a","op":"steal"}"#, 0.0));
+        assert_eq!(v["status"], 400);
+    }
+}

@@ -1,0 +1,129 @@
+// The change stream: SSE notices of another client's commits through another handler on the
+// same Postgres (NOTIFY), only for threads the user may read; the polling fallback without
+// NOTIFY, plain and long-polled, and SSE fed by polling.
+
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { startStoreServer } from "../support/store-server.mjs";
+import { applyAll, client, fixture } from "./util.mjs";
+
+const run = fixture("approved-run.json");
+let a; // the handler alice writes through
+let b; // another handler (its own pool and server) on the same Postgres
+let quiet; // a handler without NOTIFY
+before(async () => {
+  a = await startStoreServer();
+  b = await startStoreServer({ postgres: a.postgres, pingMs: 300 });
+  quiet = await startStoreServer({ postgres: a.postgres, notify: false, pollMs: 200 });
+  a.grants.set("alice:shared", ["bob"]);
+  b.grants.set("alice:shared", ["bob"]);
+  quiet.grants.set("alice:shared", ["bob"]);
+});
+after(async () => {
+  await quiet?.close();
+  await b?.close();
+  await a?.close();
+});
+
+/** Opens `GET changes` as `user`; `next()` resolves to the next event (data or comment). */
+async function subscribe(s, user) {
+  const controller = new AbortController();
+  const r = await fetch(`${s.url}/changes`, {
+    headers: { authorization: `Bearer ${user}` }, signal: controller.signal,
+  });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get("content-type"), "text/event-stream");
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  const events = [];
+  const next = async (ms = 3000) => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const end = buffer.indexOf("\n\n");
+      if (end >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = block.split("\n").filter((l) => l.startsWith("data: "))
+          .map((l) => l.slice(6)).join("\n");
+        const event = data ? { data: JSON.parse(data), block } : { comment: block };
+        events.push(event);
+        return event;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) return null;
+      const chunk = await Promise.race([reader.read(),
+        new Promise((resolve) => setTimeout(() => resolve(null), left))]);
+      if (chunk === null) return null;
+      if (chunk.done) return { end: true };
+      buffer += chunk.value;
+    }
+  };
+  /** The next data event, skipping comments. */
+  const nextData = async (ms = 3000) => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const e = await next(Math.max(deadline - Date.now(), 0));
+      if (!e || e.end || e.data) return e;
+    }
+  };
+  return { next, nextData, close: () => controller.abort() };
+}
+
+test("SSE: another client's commits reach a reader within a second, only threads it may read", async () => {
+  const bob = await subscribe(b, "bob");
+  assert.match((await bob.next()).comment, /connected/);
+  const alice = client(a, "alice");
+  const t0 = Date.now();
+  await applyAll(alice, "alice:private", run.slice(0, 1));
+  await applyAll(alice, "alice:shared", run.slice(0, 1));
+  const first = await bob.nextData(1000);
+  assert.ok(first?.data, "a notice within a second");
+  assert.deepEqual(first.data, { threadId: "alice:shared", version: 1 },
+    "the private thread's notice is not sent to bob");
+  assert.ok(Date.now() - t0 < 1000);
+  assert.match(first.block, /^id: \d+$/m);
+  await applyAll(alice, "alice:shared", run.slice(1, 2));
+  assert.deepEqual((await bob.nextData()).data, { threadId: "alice:shared", version: 2 });
+  await alice.remove("alice:shared");
+  assert.deepEqual((await bob.nextData()).data, { threadId: "alice:shared", version: null });
+  // An idle stream gets comments, so proxies keep it open.
+  const ping = await bob.next(2000);
+  assert.match(ping.comment, /ping/);
+  bob.close();
+});
+
+test("polling without NOTIFY: since a cursor, and long-polled", async () => {
+  const bob = client(quiet, "bob");
+  const start = await bob.call("GET", "/changes?poll=1");
+  assert.equal(start.status, 200);
+  assert.deepEqual(start.body.changes, []);
+  const cursor = start.body.cursor;
+  const alice = client(a, "alice");
+  await applyAll(alice, "alice:private", run.slice(1, 2));
+  await applyAll(alice, "alice:shared", run.slice(0, 2));
+  const got = await bob.call("GET", `/changes?poll=1&since=${cursor}`);
+  assert.deepEqual(got.body.changes, [{ threadId: "alice:shared", version: 2 }],
+    "one notice per thread (its latest), only what bob may read");
+  assert.ok(Number(got.body.cursor) > Number(cursor));
+  const empty = await bob.call("GET", `/changes?poll=1&since=${got.body.cursor}`);
+  assert.deepEqual(empty.body, { changes: [], cursor: got.body.cursor });
+  // A long poll waits for the next change.
+  const t0 = Date.now();
+  const waiting = bob.call("GET", `/changes?poll=1&since=${got.body.cursor}&wait=5000`);
+  await new Promise((r) => setTimeout(r, 300));
+  await applyAll(alice, "alice:shared", run.slice(2, 3));
+  const woke = await waiting;
+  assert.deepEqual(woke.body.changes, [{ threadId: "alice:shared", version: 3 }]);
+  assert.ok(Date.now() - t0 < 2000, `answered ${Date.now() - t0} ms after it was asked`);
+  // With nothing to tell, it answers when the wait is over.
+  const idle = await bob.call("GET", `/changes?poll=1&since=${woke.body.cursor}&wait=400`);
+  assert.deepEqual(idle.body.changes, []);
+});
+
+test("SSE without NOTIFY is fed by polling the change table", async () => {
+  const bob = await subscribe(quiet, "bob");
+  await bob.next();
+  await applyAll(client(a, "alice"), "alice:shared", run.slice(3, 4));
+  assert.deepEqual((await bob.nextData(1500)).data, { threadId: "alice:shared", version: 4 });
+  bob.close();
+});

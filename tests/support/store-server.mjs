@@ -1,0 +1,76 @@
+// The store handler (gatehouse-agent/server, from pkg/) over a throwaway Postgres
+// (./postgres.mjs), mounted in a real Node http server through toNodeListener: what the
+// server tests use, and what browser tests can start to get a remote store.
+//
+//   const s = await startStoreServer();            // Postgres too, unless `postgres` is given
+//   fetch(`${s.url}/threads/alice:t1`, { headers: { authorization: "Bearer alice" } });
+//   await s.close();                               // the server, the pool, Postgres (if ours)
+//
+// Who is who: the bearer token is the identity. By default a user may use the threads whose id
+// starts with "<user>:", and those `grants` lists for it (`grants.set(threadId, ["bob"])`), and
+// may list; pass `authorize` to replace that. The handler's clock is the `x-test-now` header
+// when a request has one (a test drives lease expiry with it), else Date.now().
+
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { startPostgres } from "./postgres.mjs";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const serverModule = path.join(root, "pkg/server.js");
+
+export function bearer(request) {
+  const m = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "");
+  return m ? m[1] : null;
+}
+
+export async function startStoreServer({
+  postgres, authorize, basePath = "/api/gatehouse", poolSize = 20, port = 0, ...options
+} = {}) {
+  const { createStoreHandler, toNodeListener } = await import(serverModule);
+  const ownPostgres = !postgres;
+  const cluster = postgres ?? await startPostgres();
+  const pool = new pg.Pool({ connectionString: cluster.connectionString, max: poolSize });
+  // A killed Postgres makes idle clients fail: the pool reports it here, not as a crash.
+  pool.on("error", () => {});
+  const grants = new Map();
+  const calls = [];
+  const defaultAuthorize = (request, { threadId, action }) => {
+    const user = bearer(request);
+    calls.push({ user, threadId, action });
+    if (!user) return null;
+    if (threadId === null) return user;
+    if (threadId.startsWith(`${user}:`) || grants.get(threadId)?.includes(user)) return user;
+    return null;
+  };
+  const handle = createStoreHandler({
+    pool,
+    basePath,
+    authorize: authorize ?? defaultAuthorize,
+    now: (request) => Number(request.headers.get("x-test-now") ?? Date.now()),
+    cors: { origin: "*" },
+    ...options,
+  });
+  await handle.migrate();
+  const server = http.createServer(toNodeListener(handle));
+  await new Promise((resolve) => server.listen(port, "127.0.0.1", resolve));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  return {
+    url: origin + (basePath === "/" ? "" : basePath),
+    origin,
+    handle,
+    pool,
+    postgres: cluster,
+    grants,
+    calls,
+    server,
+    async close() {
+      await handle.close();
+      server.closeAllConnections?.();
+      await new Promise((resolve) => server.close(resolve));
+      await pool.end().catch(() => {});
+      if (ownPostgres) await cluster.stop();
+    },
+  };
+}
