@@ -110,6 +110,20 @@ impl RemoteStore {
         url: &str,
         body: Option<&str>,
     ) -> Result<T, StoreError> {
+        let text = self.send(method, url, body).await?;
+        serde_json::from_str(&text).map_err(|e| {
+            StoreError::Corrupt(format!("the thread store's answer is unreadable: {e}"))
+        })
+    }
+
+    /// [`RemoteStore::call`] without the reading: the text of a 2xx answer. Not generic, so
+    /// the wasm holds it once.
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&str>,
+    ) -> Result<String, StoreError> {
         let link =
             AbortLink::new(None).map_err(|_| unavailable(&self.base, "no AbortController"))?;
         let resp = fetch::send(method, url, &self.headers, body, &link)
@@ -124,9 +138,7 @@ impl RemoteStore {
             .await
             .map_err(|_| unavailable(&self.base, "the answer was cut off"))?;
         if (200..300).contains(&status) {
-            return serde_json::from_str(&text).map_err(|e| {
-                StoreError::Corrupt(format!("the thread store's answer is unreadable: {e}"))
-            });
+            return Ok(text);
         }
         match serde_json::from_str::<ErrorBody>(&text) {
             Ok(b) => Err(b.error.into_store_error()),
@@ -276,7 +288,7 @@ impl RemoteStore {
     }
 
     pub async fn delete(&self, thread: &str) -> Result<(), StoreError> {
-        self.call::<serde::de::IgnoredAny>(Method::DELETE, &self.thread_url(thread, ""), None)
+        self.send(Method::DELETE, &self.thread_url(thread, ""), None)
             .await?;
         if let Some(copy) = &self.copy {
             let _ = copy.delete(thread).await;
