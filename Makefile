@@ -2,11 +2,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-.PHONY: test setup setup-build setup-browser setup-postgres test-server test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
+.PHONY: test setup setup-build setup-browser setup-postgres test-server test-remote test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
 	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
-	test-node test-server test-browser-store test-browser test-demo test-package test-example \
+	test-node test-server test-remote test-browser-store test-browser test-demo test-package test-example \
 	test-browser-store-engines test-browser-engines test-demo-engines
 
 setup: setup-build setup-browser setup-postgres
@@ -69,17 +69,22 @@ test-node: pkg
 test-server: pkg
 	node --test tests/server/
 
+# Devices on one remote thread (docs/design.md, "Across devices"): browser contexts in
+# Chromium against the store handler over a throwaway Postgres.
+test-remote: pkg
+	node --test tests/remote/
+
 # The Rust tests that need a browser, in headless Chromium (wasm-bindgen-test): the store
 # contract suite on IndexedDB and memory, the IndexedDB-only tests, the Rust API. The script's
 # one retry, the same in every engine, is only for a page that never reported; a failure is
 # never retried.
-test-browser-store:
+test-browser-store: pkg
 	./scripts/wasm-browser-test.sh chromium
 
 .PHONY: test-browser-store-engines test-browser-engines test-demo-engines test-browsers
 
 # The same in Firefox ESR (geckodriver) and WebKitGTK (WebKitWebDriver, Xvfb).
-test-browser-store-engines:
+test-browser-store-engines: pkg
 	@echo "IndexedDB store tests in $$(firefox-esr --version)"
 	./scripts/wasm-browser-test.sh firefox
 	@echo "IndexedDB store tests in WebKitGTK $$(dpkg-query -W -f='$${Version}' libwebkit2gtk-4.1-0 | sed 's/-.*//')"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Rust tests that need a browser (wasm-bindgen-test) in one browser: the store
-# contract suite on IndexedDB and on the memory store with the IndexedDB-only tests
-# (tests/browser_store.rs), and the Rust API (tests/rust_api.rs):
+# contract suite on IndexedDB, on the memory store and on the remote store (the package's
+# handler over Postgres) with the IndexedDB-only tests (tests/browser_store.rs), and the Rust
+# API (tests/rust_api.rs):
 #   scripts/wasm-browser-test.sh chromium|firefox|webkit
 #
 # One retry policy for every engine, and only for the runner's own failure: once in a few runs
@@ -27,7 +28,20 @@ esac
 
 export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-$timeout}
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# The remote store's contract runs against the package's store handler over a throwaway
+# Postgres (tests/remote/contract-server.mjs, needs pkg/): on a fixed port, so that the test
+# binary, built with its URL, is not rebuilt for every run.
+port=${GATEHOUSE_REMOTE_PORT:-38417}
+node tests/remote/contract-server.mjs --port "$port" >"$log.server" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -f "$log" "$log.server"' EXIT
+for _ in $(seq 1 300); do
+  grep -q '^http' "$log.server" && break
+  kill -0 $server 2>/dev/null || { cat "$log.server"; echo "the contract server did not start" >&2; exit 1; }
+  sleep 0.1
+done
+export GATEHOUSE_REMOTE_URL=$(grep -m1 '^http' "$log.server")
+[ -n "$GATEHOUSE_REMOTE_URL" ] || { cat "$log.server"; echo "the contract server did not start" >&2; exit 1; }
 for attempt in 1 2; do
   "${run[@]}" 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}

@@ -47,6 +47,23 @@ mod contract_on_indexeddb {
     store_contract::for_each_check!(on_indexeddb);
 }
 
+mod contract_on_remote {
+    use super::*;
+    use store_contract::remote::Remote;
+
+    macro_rules! on_remote {
+        ($check:ident) => {
+            #[wasm_bindgen_test]
+            async fn $check() {
+                let db = db_name(stringify!($check));
+                store_contract::$check::<Remote>(&db).await;
+            }
+        };
+    }
+
+    store_contract::for_each_check!(on_remote);
+}
+
 mod contract_on_memory {
     use super::*;
 

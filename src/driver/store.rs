@@ -88,7 +88,7 @@ impl Store {
         match self {
             Store::Memory(s) => Ok(s.record(thread, now)),
             Store::IndexedDb(s) => s.record(thread, now).await,
-            Store::Remote(s) => s.load(thread, now).await.map(|l| l.record),
+            Store::Remote(s) => s.record(thread, now).await,
         }
     }
 

@@ -174,6 +174,12 @@ impl RemoteStore {
         };
         let record = l.record.unwrap_or_else(|| ThreadRecord::new(thread, now));
         let tail = match l.tail {
+            None if record.message_count > 0 => {
+                return Err(StoreError::Corrupt(format!(
+                    "message {} of thread {thread:?} is missing",
+                    record.message_count
+                )));
+            }
             Some(json) => {
                 let row = MessageRow {
                     seq: record.message_count,
@@ -186,6 +192,18 @@ impl RemoteStore {
             None => None,
         };
         Ok(Snapshot { record, tail })
+    }
+
+    /// The thread's record alone: its tail is not read (nor needs to be readable).
+    pub async fn record(&self, thread: &str, now: f64) -> Result<ThreadRecord, StoreError> {
+        let url = self.thread_url(thread, "");
+        match self.call::<Loaded>(Method::GET, &url, None).await {
+            Ok(l) => Ok(l.record.unwrap_or_else(|| ThreadRecord::new(thread, now))),
+            Err(e) => match self.offline(&e) {
+                Some(copy) => copy.record(thread, now).await.map_err(|_| e),
+                None => Err(e),
+            },
+        }
     }
 
     /// Commits at the handler. The lease the record gets is the handler's (its clock); the

@@ -42,6 +42,8 @@ pub mod indexeddb;
 mod leases;
 pub mod memory;
 mod outside;
+#[cfg(target_arch = "wasm32")]
+pub mod remote;
 mod rows;
 
 pub use commit::*;
@@ -53,6 +55,15 @@ pub use rows::*;
 /// signatures.
 #[allow(async_fn_in_trait)]
 pub trait ContractStore: Sized {
+    /// The store's leases may be `locked` (written by a holder of the thread's Web Lock, and
+    /// judged by the lock). A remote store's never are: the lock does not reach across
+    /// devices, so its leases are judged by the handler's clock alone.
+    const WEB_LOCKS: bool = true;
+
+    /// The `decidedBy` a store puts on decisions itself (a remote store: the identity its
+    /// handler's `authorize` returned), instead of the one it was given.
+    const IDENTITY: Option<&'static str> = None;
+
     /// A handle on the database `name`. Handles on one name see each other's commits (two
     /// tabs), and a handle opened after another was dropped sees what it wrote (a reload).
     async fn open(name: &str) -> Self;
