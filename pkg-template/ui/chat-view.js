@@ -456,6 +456,8 @@ export class ChatView {
       busy: this.busy,
       interrupted: status === 'interrupted',
       awaitingResults: status === 'awaiting_tool_results',
+      awaitingDevice: status === 'awaiting_device',
+      queued: status === 'queued',
       failed: !this.agent && !!this.error,
     });
     this.cards.update(this.tail, { busy: this.busy || this.loading });

@@ -13,7 +13,7 @@ export class Composer {
   constructor({ onSend, onStop }) {
     this.onSend = onSend;
     this.onStop = onStop;
-    this.state = { ready: false, loading: true, pending: false, busy: false, interrupted: false, awaitingResults: false, failed: false };
+    this.state = { ready: false, loading: true, pending: false, busy: false, interrupted: false, awaitingResults: false, awaitingDevice: false, queued: false, failed: false };
     this.input = h('textarea', {
       class: 'gh-input', rows: '1', placeholder: 'Message the agent…', 'aria-label': 'Message',
       maxlength: '20000',
@@ -67,7 +67,8 @@ export class Composer {
     this.update();
   }
 
-  /** `{ ready, loading, pending, busy, interrupted, awaitingResults, failed }`: what the
+  /** `{ ready, loading, pending, busy, interrupted, awaitingResults, awaitingDevice, queued,
+   *  failed }`: what the
    *  thread is doing; the box, its buttons and its hint follow. */
   update(patch = {}) {
     const s = Object.assign(this.state, patch);
@@ -85,6 +86,8 @@ export class Composer {
     else if (s.pending) hint = 'Approve or deny every action above to unlock the message box.';
     else if (s.busy) hint = 'The agent is answering…';
     else if (s.awaitingResults) hint = 'Waiting for the results of tools the app runs.';
+    else if (s.queued) hint = 'Offline: waiting to send. It goes out when the connection is back.';
+    else if (s.awaitingDevice) hint = 'Decided here: it continues on a device that has the tool.';
     else if (s.interrupted) hint = 'Your last message has not been answered yet: Retry above, or send a new message.';
     else hint = 'Enter to send, Shift+Enter for a new line.';
     this.hint.textContent = hint;
