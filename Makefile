@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-.PHONY: test setup setup-build setup-browser setup-postgres test-server test-remote test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
+.PHONY: test setup setup-build setup-browser setup-postgres test-server test-remote demo-remote test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
 	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
@@ -120,6 +120,10 @@ test-demo: pkg
 # Builds the package and serves the demo chat (PORT=8080 by default); installs no browser.
 demo: setup-build pkg
 	./scripts/serve-demo.sh
+
+# The demo with threads in Postgres: a desktop page and a phone page on the same threads.
+demo-remote: setup-build setup-postgres pkg
+	./scripts/serve-demo.sh --remote
 
 # The example Rust web app (examples/web-chat), built with cargo and the wasm-bindgen CLI and
 # driven in headless Chromium through an approval and a reload mid-approval.

@@ -3,8 +3,14 @@
 # Needs only node: it runs tests/model-server/server.mjs with --static on the repository root,
 # so the demo (www/) imports the SDK from /pkg/ exactly as built by ./scripts/build-pkg.sh.
 # `make demo` runs ./scripts/build-pkg.sh && ./scripts/serve-demo.sh.
+# With --remote (`make demo-remote`) threads live in Postgres: scripts/demo-store.mjs starts a
+# throwaway cluster and the package's store handler, and the script prints a desktop page (the
+# tools and the model) and a phone page (approvals only) on the same threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+remote=0
+[[ "${1:-}" == "--remote" ]] && remote=1
 
 PORT="${PORT:-8080}"
 if [[ ! -f pkg/gatehouse.js || ! -f pkg/gatehouse_bg.wasm ]]; then
@@ -30,6 +36,31 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 port="$(cat "$port_file")"
+if [[ "$remote" == 1 ]]; then
+  store_log="$(mktemp "${TMPDIR:-/tmp}/gatehouse-demo-store.XXXXXX")"
+  node scripts/demo-store.mjs >"$store_log" 2>&1 &
+  store=$!
+  trap 'kill "$server" "$store" 2>/dev/null || true; wait "$store" 2>/dev/null; rm -f "$port_file" "$store_log"' EXIT INT TERM
+  for _ in $(seq 1 300); do
+    grep -q '^http' "$store_log" && break
+    if ! kill -0 "$store" 2>/dev/null; then
+      cat "$store_log" >&2
+      echo "serve-demo: the thread store did not start (is Postgres installed? make setup-postgres)" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  store_url="$(grep -m1 '^http' "$store_log")"
+  thread="thread_demo$(date +%s)"
+  echo
+  echo "  Threads in Postgres, behind the store handler at $store_url"
+  echo "  Desktop (tools, model): http://127.0.0.1:$port/www/?store=$store_url#thread=$thread"
+  echo "  Phone (approves):       http://127.0.0.1:$port/www/?store=$store_url&device=phone#thread=$thread"
+  echo
+  echo "  (Ctrl+C to stop)"
+  wait "$server"
+  exit
+fi
 echo
 echo "  Gatehouse demo:   http://127.0.0.1:$port"
 echo "  Widget demo:      http://127.0.0.1:$port/www/article.html"

@@ -8,7 +8,16 @@ import { tools, suggestions } from './tools.js';
 import { loadSettings, saveSettings, modelOptions, modelLabel, PROVIDERS } from './settings.js';
 
 const DATABASE = 'gatehouse-demo';
-const STORAGE = { kind: 'indexeddb', database: DATABASE };
+// `make demo-remote` (scripts/serve-demo.sh --remote): threads in Postgres behind the store
+// handler at `?store=URL`, the user named by `?user=` (its bearer token), and `?device=phone`
+// for an approver's page: no tools, no model — it decides, the desktop runs the tools.
+const params = new URLSearchParams(location.search);
+const REMOTE = params.get('store');
+const PHONE = !!REMOTE && params.get('device') === 'phone';
+const USER = params.get('user') || (PHONE ? 'manager' : 'clerk');
+const STORAGE = REMOTE
+  ? { kind: 'remote', url: REMOTE, database: DATABASE, headers: { authorization: `Bearer ${USER}` } }
+  : { kind: 'indexeddb', database: DATABASE };
 const LAST_THREAD = 'gatehouse-demo.lastThread';
 const INSTRUCTIONS =
   'You are the Gatehouse demo assistant. You can list, delete and email files with your tools. ' +
@@ -61,7 +70,7 @@ async function openThread(threadId, { replace = false } = {}) {
   if (location.hash !== hash) history[replace ? 'replaceState' : 'pushState'](null, '', hash);
   view.beginLoading();
   const opening = (async () => {
-    const agent = await Agent.open({
+    const agent = await Agent.open(PHONE ? { threadId, storage: STORAGE } : {
       threadId,
       model: modelOptions(state.settings),
       instructions: INSTRUCTIONS,
@@ -104,8 +113,9 @@ function relTime(ms) {
 function renderTitle() {
   const t = state.threads.find((x) => x.threadId === state.threadId);
   const title = t?.title || 'New thread';
-  $('thread-title').textContent = title;
-  document.title = `${title} · Gatehouse demo`;
+  const where = REMOTE ? ` · ${PHONE ? 'phone' : 'desktop'} (${USER})` : '';
+  $('thread-title').textContent = title + where;
+  document.title = `${title}${where} · Gatehouse demo`;
 }
 
 function renderThreads() {
@@ -409,6 +419,8 @@ async function main() {
   renderNet();
   setupServiceWorker();
   await init();
+  // Threads created or changed elsewhere (another tab; for remote threads, another device).
+  Agent.subscribeThreads(STORAGE, () => refreshThreads());
   await refreshThreads();
   const id = threadFromHash() ?? localStorage.getItem(LAST_THREAD) ?? state.threads[0]?.threadId ?? newThreadId();
   await openThread(id, { replace: true });
