@@ -89,10 +89,9 @@ fn landed(s: &Shared, queued: &Queued) -> bool {
 
 async fn enqueue(s: &Shared, store: &RemoteStore, queued: Queued) -> Result<(), AgentError> {
     let thread = s.borrow().thread_id.clone();
-    let mut outbox = store.outbox(&thread).await;
-    outbox.push(queued);
-    let n = outbox.len();
-    store.set_outbox(&thread, outbox).await?;
+    let n = store
+        .edit_outbox(&thread, &|outbox| outbox.push(queued.clone()))
+        .await?;
     s.borrow_mut().queued = n;
     super::live::changed_here(s);
     Ok(())
@@ -139,8 +138,6 @@ pub async fn flush(s: &Shared) {
             },
         };
         match result {
-            Err(AgentError::Store(StoreError::Unavailable(_))) => return,
-            Err(e) if e.is_busy() => return,
             // Not written: the next try looks again (a message may have landed meanwhile).
             Err(e) if e.is_conflict() => {
                 conflicts += 1;
@@ -149,32 +146,53 @@ pub async fn flush(s: &Shared) {
                 }
                 continue;
             }
-            // Written, or refused for good by the thread as it now stands (decisions on calls
-            // decided elsewhere, a call that no longer waits): it leaves the outbox.
-            _ => {
-                let mut rest = store.outbox(&thread).await;
-                if rest.first() == outbox.first() {
-                    rest.remove(0);
-                }
-                let n = rest.len();
-                if store.set_outbox(&thread, rest).await.is_err() {
-                    return;
-                }
-                s.borrow_mut().queued = n;
-                super::live::changed_here(s);
-            }
+            // Refused for good by the thread as it now stands: decisions on calls decided
+            // elsewhere meanwhile, or that no longer wait.
+            Err(e) if is_decision_refusal(&e, &outbox[0]) => {}
+            // Not sent, or not known to be written (the handler down, another device's run,
+            // a storage error): it stays, for the next flush.
+            Err(_) => return,
+            // Written (its write landed, even if the run then failed later).
+            Ok(_) => {}
         }
+        let sent = outbox[0].clone();
+        let removed = store
+            .edit_outbox(&thread, &|rest| {
+                if let Some(i) = rest.iter().position(|q| *q == sent) {
+                    rest.remove(i);
+                }
+            })
+            .await;
+        let Ok(n) = removed else { return };
+        s.borrow_mut().queued = n;
+        super::live::changed_here(s);
     }
 }
 
 /// Notes how many inputs wait in the outbox (another agent on this device may have sent or
-/// queued some): after every reload of a remote thread.
+/// queued some): after every reload of a remote thread. If some do, they are tried again: the
+/// thread changed, and what held them up (calls awaiting a decision, another device's run)
+/// may be gone. A flush that cannot send writes nothing, so this does not feed itself.
 pub async fn count(s: &Shared) {
     if let Some(store) = remote(s) {
         let thread = s.borrow().thread_id.clone();
         let n = store.outbox(&thread).await.len();
         s.borrow_mut().queued = n;
+        if n > 0 && !s.borrow().running {
+            let s = s.clone();
+            wasm_bindgen_futures::spawn_local(async move { flush(&s).await });
+        }
     }
+}
+
+/// Decisions the thread refuses whatever is tried again: their calls were decided elsewhere or
+/// no longer wait (a message is never dropped for an error: it waits until it is stored).
+fn is_decision_refusal(e: &AgentError, queued: &Queued) -> bool {
+    matches!(queued, Queued::Decisions { .. })
+        && matches!(
+            e.code(),
+            "not_suspended" | "unknown_call_id" | "invalid_decision" | "expired"
+        )
 }
 
 /// A message with `id` is among the thread's newest stored ones.

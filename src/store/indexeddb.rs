@@ -392,9 +392,14 @@ impl IndexedDbStore {
         finish(tx).await
     }
 
-    /// Replaces the outbox of a kept copy (see [`IndexedDbStore::mirror`]); a thread with no
-    /// copy here has none to keep it in (`Unavailable`).
-    pub async fn set_outbox(&self, thread_id: &str, outbox: Vec<Queued>) -> Result<(), StoreError> {
+    /// Changes the outbox of a kept copy (see [`IndexedDbStore::mirror`]) in one transaction,
+    /// so that two tabs queueing at once both keep theirs; returns how many entries it holds
+    /// then. A thread with no copy here has none to keep it in (`Unavailable`).
+    pub async fn edit_outbox(
+        &self,
+        thread_id: &str,
+        edit: &dyn Fn(&mut Vec<Queued>),
+    ) -> Result<usize, StoreError> {
         let db = self.db().await?;
         let tx = begin(&db, RECORDS, TransactionMode::Readwrite)?;
         let Some(mut record) = get_record(&tx, thread_id).await? else {
@@ -404,9 +409,11 @@ impl IndexedDbStore {
                  be sent"
             )));
         };
-        record.outbox = outbox;
+        edit(&mut record.outbox);
+        let n = record.outbox.len();
         put(&tx, THREADS, record_to_js(&record)?)?;
-        finish(tx).await
+        finish(tx).await?;
+        Ok(n)
     }
 
     /// Deletes a thread: its record, all its messages and its audit trail, in one

@@ -83,10 +83,14 @@ impl RemoteStore {
         .unwrap_or_default()
     }
 
-    /// Replaces the thread's outbox on this device.
-    pub async fn set_outbox(&self, thread: &str, outbox: Vec<Queued>) -> Result<(), StoreError> {
+    /// Changes the thread's outbox on this device (one transaction); returns its length then.
+    pub async fn edit_outbox(
+        &self,
+        thread: &str,
+        edit: &dyn Fn(&mut Vec<Queued>),
+    ) -> Result<usize, StoreError> {
         match &self.copy {
-            Some(copy) => copy.set_outbox(thread, outbox).await,
+            Some(copy) => copy.edit_outbox(thread, edit).await,
             None => Err(StoreError::Unavailable(
                 "there is no IndexedDB here to keep what waits to be sent".into(),
             )),
