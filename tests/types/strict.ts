@@ -235,7 +235,7 @@ new GatehouseError();
 
 // --- Statuses: listThreads and status() share one set.
 same<Equal<ThreadSummary["status"], ThreadStatus>>();
-same<Equal<ThreadStatus, "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "running">>();
+same<Equal<ThreadStatus, "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "awaiting_device" | "queued" | "running">>();
 // @ts-expect-error "waiting" is not a status
 export const waiting: ThreadSummary["status"] = "waiting";
 
