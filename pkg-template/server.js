@@ -475,7 +475,13 @@ async function announce(ctx, c, id, version) {
   if (ctx.notify) {
     await c.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify({ seq: String(seq) })]);
   }
+}
+
+/** Runs a writing transaction; this handler's own readers are woken once it committed. */
+async function writing(ctx, fn) {
+  const value = await transaction(ctx.pool, fn);
   ctx.feed.wrote();
+  return value;
 }
 
 async function commit(ctx, request, id) {
@@ -483,7 +489,7 @@ async function commit(ctx, request, id) {
   const { action, commitId } = answerOf(core.commitAction(body));
   const who = await identityOf(ctx, request, id, action);
   const at = clock(ctx, request);
-  return transaction(ctx.pool, async (c) => {
+  return writing(ctx, async (c) => {
     const stored = await lockThread(c, id);
     // A retry of a commit already applied (its answer was lost): the same answer.
     const done = await c.query(`SELECT answer FROM gatehouse_commits
@@ -523,7 +529,7 @@ async function lease(ctx, request, id) {
   answerOf(core.leaseRequest(body));
   await identityOf(ctx, request, id, "write");
   const at = clock(ctx, request);
-  return transaction(ctx.pool, async (c) => {
+  return writing(ctx, async (c) => {
     const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1 FOR UPDATE", [id]);
     const plan = answerOf(core.planLease(id, r.rows[0]?.record ?? undefined, body, at));
     if (!plan.ok) return { value: '{"ok":false}', write: false };
@@ -537,7 +543,7 @@ async function lease(ctx, request, id) {
 
 async function remove(ctx, request, id) {
   await identityOf(ctx, request, id, "delete");
-  return transaction(ctx.pool, async (c) => {
+  return writing(ctx, async (c) => {
     const r = await c.query("DELETE FROM gatehouse_threads WHERE id = $1 RETURNING record", [id]);
     for (const table of ["gatehouse_messages", "gatehouse_audit", "gatehouse_commits"]) {
       await c.query(`DELETE FROM ${table} WHERE thread = $1`, [id]);

@@ -48,14 +48,8 @@ fn check(name: &str, fixture: Value) {
 
 /// A gated call approved by the browser's `by: "mallory"`, run, and answered.
 #[test]
-fn approved_run() {
-    let mut h = Harness::new(standard_tools());
-    h.one_gated_call("c1", "/tmp/a.txt", "delete /tmp/a.txt");
-    h.script([answer("deleted")]);
-    h.decide_by(json!({"c1": "approve"}), Some("mallory"))
-        .expect("the decision is taken");
-    assert_eq!(h.executed.len(), 1, "the approved call ran");
-    check("approved-run.json", requests(&h.store.commits));
+fn approved_run_fixture() {
+    check("approved-run.json", requests(&approved_run()));
 }
 
 /// Twelve exchanges of a user message and an answer: 24 messages to page through.

@@ -7,7 +7,7 @@ pub mod memory;
 pub mod ownership;
 pub mod page;
 mod record;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub mod remote;
 pub mod summary;
 pub mod wire;
@@ -23,5 +23,5 @@ pub use record::{
     CommitPlan, MessageRow, Queued, SCHEMA_VERSION, Snapshot, StoreError, Stored, ThreadRecord,
     check_writable, plan_commit,
 };
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use remote::RemoteStore;
