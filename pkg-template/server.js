@@ -631,6 +631,7 @@ class ChangeFeed {
     this.timer = null;
     this.pinger = null;
     this.draining = null;
+    this.releasing = null;
     this.closed = false;
   }
 
@@ -654,6 +655,7 @@ class ChangeFeed {
         this.waiters.delete(done);
         signal?.removeEventListener("abort", done);
         resolve();
+        this.releaseIfIdle();
       };
       const t = setTimeout(done, Math.max(ms, 0));
       this.waiters.add(done);
@@ -675,6 +677,8 @@ class ChangeFeed {
       await client.query(`LISTEN ${CHANNEL}`);
       if (this.closed) throw new Error("closed");
       this.listener = client;
+      // Everyone left while it connected.
+      this.releaseIfIdle();
     } catch {
       if (client) client.release(true);
       this.listener = null;
@@ -699,7 +703,6 @@ class ChangeFeed {
   async stream(request, mayReadThread) {
     const r = await this.pool.query("SELECT seq FROM gatehouse_change_counter WHERE id = 1");
     if (this.cursor === null) this.cursor = Number(r.rows[0].seq);
-    await this.ensureListening();
     const encoder = new TextEncoder();
     const feed = this;
     let entry;
@@ -721,7 +724,7 @@ class ChangeFeed {
             } catch {
               // already closed or cancelled
             }
-            feed.stopIfIdle();
+            feed.releaseIfIdle();
           },
         };
         feed.streams.add(entry);
@@ -733,6 +736,8 @@ class ChangeFeed {
       },
     });
     request.signal?.addEventListener("abort", () => entry.end());
+    // After the stream is registered: a listener that finds nobody waiting lets go at once.
+    await this.ensureListening();
     return new Response(body, {
       status: 200,
       headers: { "content-type": "text/event-stream", "cache-control": "no-store",
@@ -741,22 +746,35 @@ class ChangeFeed {
   }
 
   start() {
+    // Timers never keep a process alive by themselves (unref, where there is one).
     if (!this.pinger) {
       this.pinger = setInterval(() => {
         for (const s of this.streams) s.send(": ping\n\n");
       }, this.pingMs);
+      this.pinger.unref?.();
     }
     // Without NOTIFY, read every pollMs; with it, every 5 s as well (a lost wake-up).
     if (!this.timer) {
       this.timer = setInterval(() => this.drain(), this.notify ? 5000 : this.pollMs);
+      this.timer.unref?.();
     }
   }
 
-  stopIfIdle() {
-    if (this.streams.size) return;
+  /** With no stream and no long poll left, the timers stop and the LISTEN connection goes
+   * back to the pool (a pool's `end()` waits for it). The next reader starts afresh. */
+  releaseIfIdle() {
+    if (this.streams.size || this.waiters.size) return this.releasing;
     clearInterval(this.pinger);
     clearInterval(this.timer);
     this.pinger = this.timer = null;
+    this.cursor = null;
+    if (this.listener && this.listener !== "connecting") {
+      const c = this.listener;
+      this.listener = null;
+      this.releasing = c.query(`UNLISTEN ${CHANNEL}`)
+        .then(() => c.release(), () => c.release(true));
+    }
+    return this.releasing;
   }
 
   drain() {
@@ -790,14 +808,8 @@ class ChangeFeed {
   close() {
     this.closed = true;
     this.endStreams();
-    this.stopIfIdle();
-    for (const w of this.waiters) w();
-    if (this.listener && this.listener !== "connecting") {
-      const c = this.listener;
-      this.listener = null;
-      return c.query(`UNLISTEN ${CHANNEL}`).then(() => c.release(), () => c.release(true));
-    }
-    return Promise.resolve();
+    for (const w of [...this.waiters]) w();
+    return Promise.resolve(this.releaseIfIdle());
   }
 }
 
