@@ -26,6 +26,9 @@ const MAX_ID_CHARS = 1000;
 // Migrations run under this advisory lock (two handlers starting at once take turns).
 const MIGRATION_LOCK = 1734439013;
 const CHANNEL = "gatehouse_changes";
+// Change notices are kept an hour; every PRUNE_EVERY writes a handler deletes older ones.
+const CHANGE_RETENTION_MS = 3_600_000;
+const PRUNE_EVERY = 1000;
 
 // The tables, by schema version: the `gatehouse_schema` row holds the version applied.
 // Ids sort byte-wise (COLLATE "C"), as the local stores list them.
@@ -146,7 +149,7 @@ export function createStoreHandler(options) {
     return migrated;
   };
   const feed = new ChangeFeed(pool, { notify, pollMs, pingMs });
-  const ctx = { pool, authorize, maxBodyBytes, now, notify, feed };
+  const ctx = { pool, authorize, maxBodyBytes, now, notify, feed, writes: 0 };
 
   async function handle(request) {
     const headers = corsHeaders(cors, request);
@@ -178,6 +181,10 @@ export function createStoreHandler(options) {
   }
   handle.migrate = migrate;
   handle.close = () => feed.close();
+  handle.pruneChanges = async (olderThanMs = CHANGE_RETENTION_MS) => {
+    await migrate();
+    return pruneChanges(pool, olderThanMs);
+  };
   return handle;
 }
 
@@ -481,7 +488,26 @@ async function announce(ctx, c, id, version) {
 async function writing(ctx, fn) {
   const value = await transaction(ctx.pool, fn);
   ctx.feed.wrote();
+  // The change feed is pruned by the writers themselves, now and then.
+  if (++ctx.writes % PRUNE_EVERY === 0) pruneChanges(ctx.pool, CHANGE_RETENTION_MS).catch(() => {});
   return value;
+}
+
+/**
+ * Deletes the change notices older than `olderThanMs` (a reader whose cursor is older gets
+ * `reset: true`: it reloads what it shows). Answers how many were deleted.
+ */
+async function pruneChanges(pool, olderThanMs) {
+  return transaction(pool, async (c) => {
+    const cut = await c.query(`SELECT max(seq) AS seq FROM gatehouse_changes
+      WHERE created_at <= now() - $1 * interval '1 millisecond'`, [olderThanMs]);
+    const seq = cut.rows[0].seq;
+    if (seq === null) return { value: 0, write: false };
+    await c.query(`UPDATE gatehouse_change_counter SET pruned = greatest(pruned, $1)
+      WHERE id = 1`, [seq]);
+    const gone = await c.query("DELETE FROM gatehouse_changes WHERE seq <= $1", [seq]);
+    return { value: gone.rowCount, write: true };
+  });
 }
 
 async function commit(ctx, request, id) {

@@ -147,3 +147,21 @@ test("the LISTEN connection goes back to the pool once no stream is left: pool.e
     new Promise((r) => setTimeout(() => r("still waiting"), 3000))]);
   assert.equal(ended, "ended");
 });
+
+test("pruned notices: a poll from before them is told to reload (reset)", async () => {
+  const bob = client(quiet, "bob");
+  const start = (await bob.call("GET", "/changes?poll=1")).body.cursor;
+  await applyAll(client(a, "alice"), "alice:shared", run.slice(4, 5));
+  const seen = await bob.call("GET", `/changes?poll=1&since=${start}`);
+  assert.deepEqual(seen.body.changes, [{ threadId: "alice:shared", version: 5 }]);
+  assert.equal(seen.body.reset, undefined);
+  const deleted = await quiet.handle.pruneChanges(0);
+  assert.ok(deleted >= 1, `${deleted} deleted`);
+  assert.equal((await a.pool.query("SELECT count(*)::int AS n FROM gatehouse_changes")).rows[0].n, 0);
+  const stale = await bob.call("GET", `/changes?poll=1&since=${start}`);
+  assert.equal(stale.body.reset, true);
+  // A cursor at or after the pruned notices reads on as before.
+  const fresh = await bob.call("GET", `/changes?poll=1&since=${seen.body.cursor}`);
+  assert.deepEqual(fresh.body, { changes: [], cursor: seen.body.cursor });
+  assert.equal(await quiet.handle.pruneChanges(), 0, "nothing an hour old");
+});
