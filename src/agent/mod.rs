@@ -59,6 +59,9 @@ pub enum Status {
     AwaitingToolResults,
     /// The run goes on on a device that has the tool or the model this one lacks.
     AwaitingDevice,
+    /// The message or decisions wait on this device to be sent (a remote thread whose store
+    /// cannot be reached): they are, by themselves, when it can.
+    Queued,
 }
 
 /// Why a completed run stopped, when it is not the model's own answer.
@@ -157,13 +160,19 @@ impl Agent {
             Input::Message(text) if text.trim().is_empty() => {
                 return Err(AgentError::InvalidConfig("the message is empty".into()));
             }
-            Input::Message(text) => driver::Input::Message(text),
+            Input::Message(text) => driver::Input::Message(text, None),
             Input::Decisions(d) => driver::Input::Decisions(d),
             Input::ToolResults(r) => driver::Input::ToolResults(r),
             Input::Retry => driver::Input::Retry,
         };
-        let outcome = driver::run(&self.s, input, options).await?;
-        Ok(self.state(outcome))
+        match driver::outbox::run_or_queue(&self.s, input, options).await? {
+            driver::outbox::Ran::Done(outcome) => Ok(self.state(outcome)),
+            driver::outbox::Ran::Queued => Ok(AgentState {
+                status: Status::Queued,
+                message: self.s.borrow().engine.tail().cloned(),
+                stop_reason: None,
+            }),
+        }
     }
 
     /// Sends a user message and runs until the model answers or a tool call waits.

@@ -142,9 +142,12 @@ pub(super) fn apply(s: &Shared, input: Input, opts: &RunOptions) -> Result<(), A
     let mut g = s.borrow_mut();
     let t = now() as u64;
     match input {
-        Input::Message(text) => {
+        Input::Message(text, id) => {
             history::check_message(&g, &text)?;
-            g.engine.user_message(&text, t)?
+            match id {
+                Some(id) => g.engine.user_message_as(&text, id, t)?,
+                None => g.engine.user_message(&text, t)?,
+            }
         }
         Input::Decisions(v) => g.engine.submit_decisions(&v, t, opts.by.as_deref())?,
         Input::ToolResults(v) => g.engine.submit_tool_results(&v, t)?,

@@ -46,7 +46,38 @@ pub fn follow(s: &Shared) {
         }
     };
     let thread = s.borrow().thread_id.clone();
-    wasm_bindgen_futures::spawn_local(stream(store, Some(thread), signal, Rc::new(on_change)));
+    let weak: Weak<RefCell<Session>> = Rc::downgrade(s);
+    let on_open = move || {
+        if let Some(s) = weak.upgrade() {
+            wasm_bindgen_futures::spawn_local(async move { send_queued(&s).await });
+        }
+    };
+    let on_change = Rc::new(on_change);
+    wasm_bindgen_futures::spawn_local(stream(
+        store,
+        Some(thread),
+        signal,
+        on_change,
+        Rc::new(on_open),
+    ));
+}
+
+/// Sends what waits in the outbox, if anything does (the handler can be reached again).
+pub async fn send_queued(s: &Shared) {
+    let queued = {
+        let g = s.borrow();
+        match &g.store {
+            Store::Remote(r) => Some((r.clone(), g.thread_id.clone())),
+            _ => None,
+        }
+    };
+    if let Some((store, thread)) = queued {
+        let n = store.outbox(&thread).await.len();
+        s.borrow_mut().queued = n;
+        if n > 0 {
+            super::outbox::flush(s).await;
+        }
+    }
 }
 
 /// Takes over a run another device handed on (`stored`, the status its last write left, is
@@ -91,7 +122,8 @@ pub fn follow_list(store: Rc<RemoteStore>, signal: AbortSignal, listener: ListLi
             });
         });
     };
-    wasm_bindgen_futures::spawn_local(stream(store, None, signal, Rc::new(on_change)));
+    let on_change = Rc::new(on_change);
+    wasm_bindgen_futures::spawn_local(stream(store, None, signal, on_change, Rc::new(|| {})));
 }
 
 /// Reads the change stream until `signal` fires, reopening it when it drops.
@@ -100,6 +132,7 @@ async fn stream(
     thread: Option<String>,
     signal: AbortSignal,
     on_change: Rc<dyn Fn(Change)>,
+    on_open: Rc<dyn Fn()>,
 ) {
     let mut wait = FIRST_WAIT_MS;
     while !signal.aborted() {
@@ -112,6 +145,7 @@ async fn stream(
                 // Notices sent before the stream was open (or while it was down) are lost:
                 // look at the thread once.
                 look(&store, thread.as_deref(), &*on_change).await;
+                on_open();
                 let mut parser = SseParser::new();
                 while let Ok(Some(bytes)) = body.next(&link).await {
                     for event in parser.push(&bytes) {

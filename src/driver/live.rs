@@ -238,6 +238,11 @@ pub fn changed(s: &Shared) {
     tell(s);
 }
 
+/// Something only this agent knows changed (its outbox): tell its listeners.
+pub fn changed_here(s: &Shared) {
+    tell(s);
+}
+
 /// Calls this agent's listeners with the thread's status and last message.
 /// No borrow of the session is held while they run: a listener may call the agent.
 fn tell(s: &Shared) {

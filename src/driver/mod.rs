@@ -13,6 +13,7 @@ pub mod history;
 pub mod live;
 pub mod locks;
 pub mod model;
+pub mod outbox;
 pub mod store;
 pub mod tools;
 
@@ -80,6 +81,8 @@ pub struct Session {
     /// Results this run computed whose write was refused because another agent took the
     /// thread over (a lapsed lease): offered as late results when the run ends.
     refused: Vec<(String, String)>,
+    /// How many inputs wait in a remote thread's outbox on this device (`outbox`).
+    queued: usize,
     /// Listeners and the thread's channel (`live`).
     live: live::Live,
     /// Fires at the view's earliest approval deadline (`expiry`).
@@ -90,7 +93,9 @@ pub type Shared = Rc<RefCell<Session>>;
 
 /// What starts a run.
 pub enum Input {
-    Message(String),
+    /// A user message, stored under the id given (a message from a remote thread's outbox),
+    /// else a new one.
+    Message(String, Option<crate::thread::MessageId>),
     Decisions(Decisions),
     ToolResults(ToolResults),
     Retry,
@@ -148,7 +153,7 @@ pub async fn run(
                 result => result,
             }
         }
-        Input::Message(_) | Input::ToolResults(_) | Input::Retry | Input::SetPolicy(..) => {
+        Input::Message(..) | Input::ToolResults(_) | Input::Retry | Input::SetPolicy(..) => {
             if expiry::due(&s.borrow()) && !s.borrow().running {
                 // What it ends in is the thread's, seen by the call that follows.
                 let _ = expiry::expire_due(s, opts).await;

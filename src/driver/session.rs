@@ -36,6 +36,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         runs: 0,
         leased: false,
         refused: Vec::new(),
+        queued: 0,
         live: live::Live::default(),
         expiry: expiry::Timer::default(),
     }));
@@ -72,6 +73,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
     let _ = expiry::expire_due(&session, &RunOptions::default()).await;
     expiry::rearm(&mut session.borrow_mut());
     changes::go_on(&session, snap.record.status());
+    changes::send_queued(&session).await;
     Ok(session)
 }
 
@@ -151,6 +153,9 @@ pub async fn summaries(store: &Store) -> Result<Vec<ThreadSummary>, AgentError> 
 pub fn status(s: &Session) -> AgentStatus {
     if running_here(s) || running_elsewhere(s) {
         return AgentStatus::Running;
+    }
+    if s.queued > 0 {
+        return AgentStatus::Queued;
     }
     s.engine.status().into()
 }

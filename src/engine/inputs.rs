@@ -67,6 +67,21 @@ impl Decisions {
     pub fn into_vec(self) -> Vec<(String, Decision)> {
         self.0
     }
+
+    /// The JS API's form, which [`Decisions::from_json`] reads back (a remote thread's outbox
+    /// keeps decisions in it).
+    pub fn to_json(&self) -> Value {
+        let map = self.0.iter().map(|(call_id, d)| {
+            let v = match d {
+                Decision::Approve => Value::from("approve"),
+                Decision::Reject(None) => Value::from("reject"),
+                Decision::Reject(Some(r)) => serde_json::json!(["reject", r]),
+                Decision::Edit(inputs) => serde_json::json!(["edit", inputs]),
+            };
+            (call_id.clone(), v)
+        });
+        Value::Object(map.collect())
+    }
 }
 
 fn invalid(call_id: Option<&str>, message: String) -> EngineError {

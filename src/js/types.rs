@@ -69,7 +69,8 @@ export type DecisionFor<T> = T extends Tool<infer I> ? Decision<I> : Decision;
 export type Decisions = Record<string, Decision>;
 
 export interface AgentState {
-  status: "completed" | "awaiting_approval" | "awaiting_tool_results" | "awaiting_device";
+  status: "completed" | "awaiting_approval" | "awaiting_tool_results" | "awaiting_device"
+    | "queued";
   message: Message | null;
   /** Set when the run stopped because it reached `maxSteps` model calls. */
   stopReason?: "max_steps";
@@ -78,7 +79,7 @@ export interface ConflictState { status: "conflict"; error: string; }
 /** `"running"`: this agent, another tab, or another `Agent` in this page is running the thread. */
 export type ThreadStatus =
   | "idle" | "awaiting_approval" | "awaiting_tool_results" | "interrupted" | "awaiting_device"
-  | "running";
+  | "queued" | "running";
 export type HandleBody =
   | { message: string } | { decisions: Decisions; by?: string } | { toolResults: Record<string, unknown> };
 

@@ -29,7 +29,7 @@ mod values;
 
 use super::ownership::{Writer, plan_release, plan_renew};
 use super::page::{Rows, window};
-use super::record::{MessageRow, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
+use super::record::{MessageRow, Queued, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
 use crate::engine::Commit;
 use connection::Connection;
 use indexed_db_futures::KeyRange;
@@ -389,6 +389,23 @@ impl IndexedDbStore {
             }
             put(&tx, THREADS, record_to_js(&record)?)?;
         }
+        finish(tx).await
+    }
+
+    /// Replaces the outbox of a kept copy (see [`IndexedDbStore::mirror`]); a thread with no
+    /// copy here has none to keep it in (`Unavailable`).
+    pub async fn set_outbox(&self, thread_id: &str, outbox: Vec<Queued>) -> Result<(), StoreError> {
+        let db = self.db().await?;
+        let tx = begin(&db, RECORDS, TransactionMode::Readwrite)?;
+        let Some(mut record) = get_record(&tx, thread_id).await? else {
+            let _ = tx.abort().await;
+            return Err(StoreError::Unavailable(format!(
+                "this device has no copy of the thread \"{thread_id}\" to keep what waits to \
+                 be sent"
+            )));
+        };
+        record.outbox = outbox;
+        put(&tx, THREADS, record_to_js(&record)?)?;
         finish(tx).await
     }
 

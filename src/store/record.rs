@@ -67,9 +67,10 @@ pub struct ThreadRecord {
     pub outbox: Vec<Queued>,
 }
 
-/// An input waiting in a remote thread's outbox.
+/// An input waiting in a remote thread's outbox. Externally tagged (`{"message": {…}}`): an
+/// internally tagged enum would bring serde's buffering code into the wasm (~10 KB).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "kind")]
+#[serde(rename_all = "camelCase")]
 pub enum Queued {
     /// A user message, with the id it is stored under (so a copy that landed before its
     /// answer was lost is recognised, not sent twice).

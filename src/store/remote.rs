@@ -13,7 +13,7 @@ use super::wire::{
     CommitRequest, Committed, ErrorBody, LeaseOp, LeaseRequest, Leased, Loaded, RowsPage,
     ThreadList,
 };
-use super::{IndexedDbStore, MessageRow, Snapshot, StoreError, ThreadRecord, Writer};
+use super::{IndexedDbStore, MessageRow, Queued, Snapshot, StoreError, ThreadRecord, Writer};
 use crate::driver::fetch::{self, AbortLink, FetchError};
 use crate::engine::Commit;
 use gloo_net::http::Method;
@@ -74,9 +74,23 @@ impl RemoteStore {
         }
     }
 
-    /// The thread as this device last saw it, with what waits in its outbox.
-    pub async fn copied(&self, thread: &str, now: f64) -> Option<ThreadRecord> {
-        self.copy.as_ref()?.record(thread, now).await.ok()
+    /// What waits in the thread's outbox on this device, oldest first.
+    pub async fn outbox(&self, thread: &str) -> Vec<Queued> {
+        match &self.copy {
+            Some(copy) => copy.record(thread, 0.0).await.map(|r| r.outbox),
+            None => Ok(Vec::new()),
+        }
+        .unwrap_or_default()
+    }
+
+    /// Replaces the thread's outbox on this device.
+    pub async fn set_outbox(&self, thread: &str, outbox: Vec<Queued>) -> Result<(), StoreError> {
+        match &self.copy {
+            Some(copy) => copy.set_outbox(thread, outbox).await,
+            None => Err(StoreError::Unavailable(
+                "there is no IndexedDB here to keep what waits to be sent".into(),
+            )),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -96,6 +110,20 @@ impl RemoteStore {
         url: &str,
         body: Option<&str>,
     ) -> Result<T, StoreError> {
+        let text = self.send(method, url, body).await?;
+        serde_json::from_str(&text).map_err(|e| {
+            StoreError::Corrupt(format!("the thread store's answer is unreadable: {e}"))
+        })
+    }
+
+    /// [`RemoteStore::call`] without the reading: the text of a 2xx answer. Not generic, so
+    /// the wasm holds it once.
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&str>,
+    ) -> Result<String, StoreError> {
         let link =
             AbortLink::new(None).map_err(|_| unavailable(&self.base, "no AbortController"))?;
         let resp = fetch::send(method, url, &self.headers, body, &link)
@@ -110,9 +138,7 @@ impl RemoteStore {
             .await
             .map_err(|_| unavailable(&self.base, "the answer was cut off"))?;
         if (200..300).contains(&status) {
-            return serde_json::from_str(&text).map_err(|e| {
-                StoreError::Corrupt(format!("the thread store's answer is unreadable: {e}"))
-            });
+            return Ok(text);
         }
         match serde_json::from_str::<ErrorBody>(&text) {
             Ok(b) => Err(b.error.into_store_error()),
@@ -262,7 +288,7 @@ impl RemoteStore {
     }
 
     pub async fn delete(&self, thread: &str) -> Result<(), StoreError> {
-        self.call::<serde::de::IgnoredAny>(Method::DELETE, &self.thread_url(thread, ""), None)
+        self.send(Method::DELETE, &self.thread_url(thread, ""), None)
             .await?;
         if let Some(copy) = &self.copy {
             let _ = copy.delete(thread).await;

@@ -30,6 +30,9 @@ pub enum AgentStatus {
     /// An approved call's tool, or the model, is only on another device: it goes on there
     /// (docs/design.md, "Across devices").
     AwaitingDevice,
+    /// A message or decisions made on this device wait to be sent to the thread's store
+    /// (a remote thread, offline): they are sent when it can be reached.
+    Queued,
     /// An agent (in any tab) runs the thread now.
     Running,
 }
@@ -42,6 +45,7 @@ impl AgentStatus {
             AgentStatus::AwaitingToolResults => "awaiting_tool_results",
             AgentStatus::Interrupted => "interrupted",
             AgentStatus::AwaitingDevice => "awaiting_device",
+            AgentStatus::Queued => "queued",
             AgentStatus::Running => "running",
         }
     }

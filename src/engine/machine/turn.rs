@@ -2,10 +2,29 @@
 //! becomes once the approval policies have answered.
 
 use super::*;
+use crate::thread::MessageId;
 
 impl Engine {
     /// A new user message starts a run.
     pub fn user_message(&mut self, text: &str, now_ms: u64) -> Result<(), EngineError> {
+        let id = self.ids.next(now_ms);
+        self.user_message_as(text, id, now_ms)
+    }
+
+    /// A new id for a message this engine will make: a message queued while its thread's
+    /// store could not be reached keeps the id it is sent with later, so a copy that did
+    /// land is recognised.
+    pub fn new_message_id(&mut self, now_ms: u64) -> MessageId {
+        self.ids.next(now_ms)
+    }
+
+    /// [`Engine::user_message`], stored under `id`.
+    pub fn user_message_as(
+        &mut self,
+        text: &str,
+        id: MessageId,
+        now_ms: u64,
+    ) -> Result<(), EngineError> {
         self.expect_idle()?;
         self.now = now_ms;
         if let Some(tail) = self.tail().filter(|t| t.is_suspended()) {
@@ -28,7 +47,7 @@ impl Engine {
                 "{why}. Nothing was stored or sent."
             )));
         }
-        let msg = Message::user_text(self.ids.next(now_ms), text);
+        let msg = Message::user_text(id, text);
         self.append(msg);
         self.start(Phase::NeedModel);
         Ok(())
