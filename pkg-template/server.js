@@ -22,7 +22,9 @@ const OPTIONS = new Set([
   "pool", "basePath", "authorize", "maxBodyBytes", "now", "cors", "notify", "pollMs", "pingMs",
   "wasm",
 ]);
-const MAX_ID_CHARS = 1000;
+// Ids are index keys: Postgres refuses a btree entry over ~2.7 KB, so both stay well below.
+const MAX_ID_BYTES = 512;
+const utf8Length = (text) => new TextEncoder().encode(text).length;
 // Migrations run under this advisory lock (two handlers starting at once take turns).
 const MIGRATION_LOCK = 1734439013;
 const CHANNEL = "gatehouse_changes";
@@ -131,6 +133,10 @@ export function createStoreHandler(options) {
         throw invalidConfig(`unknown option "cors.${k}"`);
       }
     }
+    if (cors.headers !== undefined && !(Array.isArray(cors.headers) &&
+        cors.headers.every((h) => typeof h === "string"))) {
+      throw invalidConfig("cors.headers must be a list of header names");
+    }
     const o = cors.origin;
     if (!(typeof o === "string" || (Array.isArray(o) && o.every((x) => typeof x === "string")))) {
       throw invalidConfig('cors.origin must be "*", an origin or a list of origins');
@@ -176,6 +182,13 @@ export function createStoreHandler(options) {
       return json(200, out, headers);
     } catch (e) {
       if (e instanceof Refusal) return json(e.status, e.body, headers);
+      if (e instanceof GatehouseError) {
+        return json(500, { error: { code: e.code, message: e.message } }, headers);
+      }
+      // Text Postgres cannot hold (a NUL in a JSON string is escaped; elsewhere it is refused).
+      if (e?.code === "22021" || e?.code === "22P05") {
+        return json(400, invalid("the body holds text the database cannot store").body, headers);
+      }
       return json(500, storageError(e), headers);
     }
   }
@@ -304,7 +317,7 @@ function threadIdOf(raw) {
   } catch {
     throw invalid("the thread id is not valid percent-encoded UTF-8");
   }
-  if (id.length > MAX_ID_CHARS) throw invalid(`a thread id has at most ${MAX_ID_CHARS} characters`);
+  if (utf8Length(id) > MAX_ID_BYTES) throw invalid(`a thread id has at most ${MAX_ID_BYTES} bytes`);
   // Postgres text cannot hold NUL.
   if (id.includes("\u0000")) throw invalid("a thread id cannot contain NUL");
   return id;
@@ -513,6 +526,9 @@ async function pruneChanges(pool, olderThanMs) {
 async function commit(ctx, request, id) {
   const body = await readBody(request, ctx.maxBodyBytes);
   const { action, commitId } = answerOf(core.commitAction(body));
+  if (utf8Length(commitId) > MAX_ID_BYTES || commitId.includes("\u0000")) {
+    throw invalid(`a commit id has at most ${MAX_ID_BYTES} bytes and no NUL`);
+  }
   const who = await identityOf(ctx, request, id, action);
   const at = clock(ctx, request);
   return writing(ctx, async (c) => {
