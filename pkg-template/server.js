@@ -537,6 +537,12 @@ async function commit(ctx, request, id) {
     const done = await c.query(`SELECT answer FROM gatehouse_commits
       WHERE thread = $1 AND commit_id = $2`, [id, commitId]);
     if (done.rows.length) return { value: done.rows[0].answer, write: false };
+    // A commit that only decides may not change the tool policies (asked here, under the
+    // row lock, against the policies it would replace).
+    if (action === "decide" &&
+        answerOf(core.decideNeedsWrite(id, stored ?? undefined, body)).write) {
+      await identityOf(ctx, request, id, "write");
+    }
     let tail = null;
     let after = false;
     const rec = recordOf(id, stored);

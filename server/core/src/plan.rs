@@ -63,6 +63,22 @@ pub fn commit_action(body: &str) -> String {
     }
 }
 
+/// Whether a commit `authorize` allowed as `decide` (it appends no message) also needs
+/// `write`: it changes the thread's tool policies (`setToolPolicy` appends nothing either),
+/// which decide what runs without a human. `{"write": bool}`.
+pub fn decide_needs_write(thread_id: &str, record: Option<&str>, body: &str) -> String {
+    let request: CommitRequest = match read_request(body, "commit") {
+        Ok(r) => r,
+        Err(refused) => return refused,
+    };
+    let stored = match record.map(|text| read_stored(thread_id, text)).transpose() {
+        Ok(r) => r,
+        Err(e) => return store_refusal(&e),
+    };
+    let policies = stored.map(|r| r.policies).unwrap_or_default();
+    json!({ "write": request.commit.policies != policies }).to_string()
+}
+
 /// A stored record, checked and rewritten as this release reads it, with what the handler
 /// needs to read its rows: `{"record": text, "version", "messageCount", "auditCount"}`.
 pub fn read_record(thread_id: &str, text: &str) -> String {
