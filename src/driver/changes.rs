@@ -165,7 +165,7 @@ async fn stream(
             }
             Ok(None) | Err(_) => {}
         }
-        if fetch::sleep(wait, &link).await.is_err() {
+        if fetch::sleep_or_online(wait, &link).await.is_err() {
             return;
         }
         wait = (wait * 2).min(MAX_WAIT_MS);

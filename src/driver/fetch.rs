@@ -204,7 +204,18 @@ impl BodyReader {
 
 /// Waits `ms`, or less if the signal fires (then `Err(Aborted)`).
 pub async fn sleep(ms: u64, link: &AbortLink) -> Result<(), FetchError> {
+    wait(ms, link, false).await
+}
+
+/// [`sleep`], which also ends when the browser says it is back online (the `online` event).
+pub async fn sleep_or_online(ms: u64, link: &AbortLink) -> Result<(), FetchError> {
+    wait(ms, link, true).await
+}
+
+async fn wait(ms: u64, link: &AbortLink, online: bool) -> Result<(), FetchError> {
     let signal = link.signal();
+    let global = js_sys::global().dyn_into::<web_sys::EventTarget>().ok();
+    let mut on_online = None;
     let p = Promise::new(&mut |resolve, _reject| {
         let r2 = resolve.clone();
         let id = set_timeout(&resolve, ms as f64);
@@ -213,8 +224,15 @@ pub async fn sleep(ms: u64, link: &AbortLink) -> Result<(), FetchError> {
             let _ = r2.call0(&JsValue::NULL);
         });
         let _ = signal.add_event_listener_with_callback("abort", on_abort.unchecked_ref());
+        if let (true, Some(global)) = (online, &global) {
+            let _ = global.add_event_listener_with_callback("online", &resolve);
+            on_online = Some(resolve);
+        }
     });
     let _ = JsFuture::from(p).await;
+    if let (Some(global), Some(f)) = (&global, &on_online) {
+        let _ = global.remove_event_listener_with_callback("online", f);
+    }
     if link.aborted() {
         Err(FetchError::Aborted)
     } else {

@@ -98,11 +98,17 @@ async fn enqueue(s: &Shared, store: &RemoteStore, queued: Queued) -> Result<(), 
     Ok(())
 }
 
+/// How often one flush tries an input that met a `conflict` (the thread moved on meanwhile,
+/// or a message waits behind calls that need a decision) before leaving it for later.
+const CONFLICT_TRIES: u32 = 3;
+
 /// Sends what waits in the outbox, oldest first, each as its own run; stops at the first that
-/// still cannot reach the handler, or that another agent's run holds up (`busy`).
+/// still cannot reach the handler, that another agent's run holds up (`busy`), or that keeps
+/// meeting a `conflict`.
 pub async fn flush(s: &Shared) {
     let Some(store) = remote(s) else { return };
     let thread = s.borrow().thread_id.clone();
+    let mut conflicts = 0;
     loop {
         if s.borrow().running {
             return;
@@ -135,8 +141,16 @@ pub async fn flush(s: &Shared) {
         match result {
             Err(AgentError::Store(StoreError::Unavailable(_))) => return,
             Err(e) if e.is_busy() => return,
-            // Written, or refused for good by the thread as it now stands (decided elsewhere,
-            // a call that no longer waits): it leaves the outbox.
+            // Not written: the next try looks again (a message may have landed meanwhile).
+            Err(e) if e.is_conflict() => {
+                conflicts += 1;
+                if conflicts >= CONFLICT_TRIES {
+                    return;
+                }
+                continue;
+            }
+            // Written, or refused for good by the thread as it now stands (decisions on calls
+            // decided elsewhere, a call that no longer waits): it leaves the outbox.
             _ => {
                 let mut rest = store.outbox(&thread).await;
                 if rest.first() == outbox.first() {
@@ -150,6 +164,16 @@ pub async fn flush(s: &Shared) {
                 super::live::changed_here(s);
             }
         }
+    }
+}
+
+/// Notes how many inputs wait in the outbox (another agent on this device may have sent or
+/// queued some): after every reload of a remote thread.
+pub async fn count(s: &Shared) {
+    if let Some(store) = remote(s) {
+        let thread = s.borrow().thread_id.clone();
+        let n = store.outbox(&thread).await.len();
+        s.borrow_mut().queued = n;
     }
 }
 

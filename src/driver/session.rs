@@ -180,6 +180,7 @@ pub async fn reload(s: &Shared) -> Result<(), AgentError> {
     }
     take(&mut s.borrow_mut(), &snap);
     observe(s, &snap, runs).await;
+    outbox::count(s).await;
     changes::go_on(s, snap.record.status());
     Ok(())
 }

@@ -87,7 +87,10 @@ pub struct StorageParams {
     /// `kind: "remote"`: where the app mounted its store handler, and what each request to
     /// it carries.
     url: Option<String>,
-    headers: Option<serde_json::Map<String, Value>>,
+    /// Read as the model's headers are (`json_value`): a `serde_json::Map` read straight from
+    /// JS would bring a second copy of `Value`'s reader into the wasm (~8 KB).
+    #[serde(default, deserialize_with = "js_object")]
+    headers: Option<JsValue>,
 }
 
 /// `{ signal, onEvent }` of chat / submitDecisions / submitToolResults / retry / handle.
@@ -241,7 +244,12 @@ fn storage(p: StorageParams) -> Result<Storage, AgentError> {
             if let Some(d) = database {
                 s.database = d;
             }
-            for (k, v) in p.headers.unwrap_or_default() {
+            let headers = match p.headers.map(|h| json_value(&h)).transpose() {
+                Ok(None | Some(Value::Null)) => serde_json::Map::new(),
+                Ok(Some(Value::Object(o))) => o,
+                _ => return Err(bad("`storage`: `headers` must be an object of strings")),
+            };
+            for (k, v) in headers {
                 let Value::String(v) = v else {
                     return Err(bad(format!("`storage`: the header `{k}` must be a string")));
                 };

@@ -13,7 +13,7 @@ import { startRemote } from './support.mjs';
 
 const h = await setup();
 let remote;
-before(async () => { remote = await startRemote({ origin: h.url }); });
+before(async () => { remote = await startRemote(); });
 after(async () => { await remote?.stop(); await h.close(); });
 
 const T = { timeout: 90_000 };
@@ -83,8 +83,8 @@ test('a phone without the tool approves; the desktop runs the call exactly once,
     return window.agent.lastMessage()?.content?.[0]?.content;
   });
   assert.equal(phoneEnd, 'Deleted /old.log.');
-  const rows = await remote.pool.query('select count(*)::int as n from gatehouse_messages where thread = $1', [threadId]).catch(() => null);
-  if (rows) assert.equal(rows.rows[0].n, 4, 'user, call, result, answer: stored once each');
+  const rows = await remote.pool.query('select count(*)::int as n from gatehouse_messages where thread = $1', [threadId]);
+  assert.equal(rows.rows[0].n, 4, 'user, call, result, answer: stored once each');
 });
 
 test('a user the handler refuses can neither open nor decide', T, async (t) => {
@@ -122,4 +122,36 @@ test('two devices decide the same call at once: one decision lands, the call run
   const calls = await Promise.all([a, b].map((p) => run(p, async () => window.gh.calls.length)));
   assert.ok(calls[0] + calls[1] <= 1, `run at most once in all: ${calls}`);
   assert.equal(calls[0] + calls[1], ra === 'ok' ? 1 : 0, 'an approval runs it once, a rejection never');
+});
+
+test('offline: the thread stays readable, a message waits in the outbox and is sent once when the network returns', T, async (t) => {
+  const threadId = uid('t');
+  const sc = await h.scenario([{ text: 'First answer.' }, { text: 'Second answer.' }]);
+  const { page, context } = await h.open(t);
+  assert.equal(await run(page, openDevice, { url: remote.url, user: 'clerk', threadId, model: sc.openai(), withTool: false }), 'idle');
+  assert.equal(await run(page, async () => (await window.agent.chat('first')).status), 'completed');
+
+  await context.setOffline(true);
+  const offline = await run(page, async ({ url, threadId }) => {
+    const { gh } = window;
+    // Another agent opened while offline reads this device's copy.
+    const reader = await gh.Agent.open({ threadId, storage: { kind: 'remote', url, headers: { authorization: 'Bearer clerk' } } });
+    const copy = (await reader.messages()).map((m) => m.content?.[0]?.content);
+    const queued = await window.agent.chat('second');
+    return { copy, queued: queued.status, status: window.agent.status(), readerStatus: reader.status() };
+  }, { url: remote.url, threadId }, 30_000);
+  assert.deepEqual(offline.copy, ['first', 'First answer.'], 'readable offline from the copy');
+  assert.equal(offline.queued, 'queued');
+  assert.equal(offline.status, 'queued');
+  const before = await remote.pool.query('select count(*)::int as n from gatehouse_messages where thread = $1', [threadId]);
+  assert.equal(before.rows[0].n, 2, 'nothing of it reached the handler');
+
+  await context.setOffline(false);
+  const sent = await run(page, async () => {
+    await window.gh.until(() => window.agent.status() === 'idle' && window.agent.lastMessage()?.content?.[0]?.content === 'Second answer.', 20_000);
+    return (await window.agent.messages()).map((m) => m.content?.[0]?.content);
+  }, null, 30_000);
+  assert.deepEqual(sent, ['first', 'First answer.', 'second', 'Second answer.']);
+  const after = await remote.pool.query('select json from gatehouse_messages where thread = $1 order by seq', [threadId]);
+  assert.equal(after.rows.length, 4, 'the queued message was stored once, and answered once');
 });
