@@ -281,6 +281,24 @@ mod tests {
     }
 
     #[test]
+    fn only_a_policy_change_makes_a_decision_need_write() {
+        let commit = |policies: &str| {
+            format!(
+                r#"{{"commitId":"c","expectedVersion":1,"owner":"o","keep":false,
+                "commit":{{"run":null,"status":"idle","policies":{policies}}}}}"#
+            )
+        };
+        let stored = serde_json::to_string(&ThreadRecord::new("t", 0.0)).unwrap();
+        let write = |record: Option<&str>, body: &str| {
+            value(&decide_needs_write("t", record, body))["write"].as_bool()
+        };
+        assert_eq!(write(Some(&stored), &commit("{}")), Some(false));
+        let always = commit(r#"{"delete_file":{"autoApprove":true}}"#);
+        assert_eq!(write(Some(&stored), &always), Some(true));
+        assert_eq!(write(None, &always), Some(true));
+    }
+
+    #[test]
     fn a_window_names_seqs_not_indexes() {
         let r = serde_json::to_string(&ThreadRecord {
             message_count: 10,
