@@ -38,8 +38,10 @@ check-core-pure:
 	  echo "the pure core must not use wasm-bindgen, web-sys, js-sys, gloo or IndexedDB"; exit 1; \
 	else echo "core is pure: ok"; fi
 
+# Also without the browser layer: what the store handler's core (server/core) builds on.
 check-wasm:
 	cargo build --lib --target wasm32-unknown-unknown
+	cargo build --lib --target wasm32-unknown-unknown --no-default-features
 
 pkg:
 	./scripts/build-pkg.sh

@@ -48,6 +48,11 @@ export interface StoreHandler {
   migrate(): Promise<void>;
   /** Ends the change streams and the LISTEN connection. */
   close(): Promise<void>;
+  /**
+   * Deletes change notices older than `olderThanMs` (default an hour; the handler also does it
+   * every 1000 writes). Resolves to how many were deleted.
+   */
+  pruneChanges(olderThanMs?: number): Promise<number>;
 }
 
 export declare function createStoreHandler(options: StoreHandlerOptions): StoreHandler;

@@ -22,10 +22,15 @@ const OPTIONS = new Set([
   "pool", "basePath", "authorize", "maxBodyBytes", "now", "cors", "notify", "pollMs", "pingMs",
   "wasm",
 ]);
-const MAX_ID_CHARS = 1000;
+// Ids are index keys: Postgres refuses a btree entry over ~2.7 KB, so both stay well below.
+const MAX_ID_BYTES = 512;
+const utf8Length = (text) => new TextEncoder().encode(text).length;
 // Migrations run under this advisory lock (two handlers starting at once take turns).
 const MIGRATION_LOCK = 1734439013;
 const CHANNEL = "gatehouse_changes";
+// Change notices are kept an hour; every PRUNE_EVERY writes a handler deletes older ones.
+const CHANGE_RETENTION_MS = 3_600_000;
+const PRUNE_EVERY = 1000;
 
 // The tables, by schema version: the `gatehouse_schema` row holds the version applied.
 // Ids sort byte-wise (COLLATE "C"), as the local stores list them.
@@ -128,6 +133,10 @@ export function createStoreHandler(options) {
         throw invalidConfig(`unknown option "cors.${k}"`);
       }
     }
+    if (cors.headers !== undefined && !(Array.isArray(cors.headers) &&
+        cors.headers.every((h) => typeof h === "string"))) {
+      throw invalidConfig("cors.headers must be a list of header names");
+    }
     const o = cors.origin;
     if (!(typeof o === "string" || (Array.isArray(o) && o.every((x) => typeof x === "string")))) {
       throw invalidConfig('cors.origin must be "*", an origin or a list of origins');
@@ -146,7 +155,7 @@ export function createStoreHandler(options) {
     return migrated;
   };
   const feed = new ChangeFeed(pool, { notify, pollMs, pingMs });
-  const ctx = { pool, authorize, maxBodyBytes, now, notify, feed };
+  const ctx = { pool, authorize, maxBodyBytes, now, notify, feed, writes: 0 };
 
   async function handle(request) {
     const headers = corsHeaders(cors, request);
@@ -173,11 +182,22 @@ export function createStoreHandler(options) {
       return json(200, out, headers);
     } catch (e) {
       if (e instanceof Refusal) return json(e.status, e.body, headers);
+      if (e instanceof GatehouseError) {
+        return json(500, { error: { code: e.code, message: e.message } }, headers);
+      }
+      // Text Postgres cannot hold (a NUL in a JSON string is escaped; elsewhere it is refused).
+      if (e?.code === "22021" || e?.code === "22P05") {
+        return json(400, invalid("the body holds text the database cannot store").body, headers);
+      }
       return json(500, storageError(e), headers);
     }
   }
   handle.migrate = migrate;
   handle.close = () => feed.close();
+  handle.pruneChanges = async (olderThanMs = CHANGE_RETENTION_MS) => {
+    await migrate();
+    return pruneChanges(pool, olderThanMs);
+  };
   return handle;
 }
 
@@ -297,7 +317,7 @@ function threadIdOf(raw) {
   } catch {
     throw invalid("the thread id is not valid percent-encoded UTF-8");
   }
-  if (id.length > MAX_ID_CHARS) throw invalid(`a thread id has at most ${MAX_ID_CHARS} characters`);
+  if (utf8Length(id) > MAX_ID_BYTES) throw invalid(`a thread id has at most ${MAX_ID_BYTES} bytes`);
   // Postgres text cannot hold NUL.
   if (id.includes("\u0000")) throw invalid("a thread id cannot contain NUL");
   return id;
@@ -475,20 +495,54 @@ async function announce(ctx, c, id, version) {
   if (ctx.notify) {
     await c.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify({ seq: String(seq) })]);
   }
+}
+
+/** Runs a writing transaction; this handler's own readers are woken once it committed. */
+async function writing(ctx, fn) {
+  const value = await transaction(ctx.pool, fn);
   ctx.feed.wrote();
+  // The change feed is pruned by the writers themselves, now and then.
+  if (++ctx.writes % PRUNE_EVERY === 0) pruneChanges(ctx.pool, CHANGE_RETENTION_MS).catch(() => {});
+  return value;
+}
+
+/**
+ * Deletes the change notices older than `olderThanMs` (a reader whose cursor is older gets
+ * `reset: true`: it reloads what it shows). Answers how many were deleted.
+ */
+async function pruneChanges(pool, olderThanMs) {
+  return transaction(pool, async (c) => {
+    const cut = await c.query(`SELECT max(seq) AS seq FROM gatehouse_changes
+      WHERE created_at <= now() - $1 * interval '1 millisecond'`, [olderThanMs]);
+    const seq = cut.rows[0].seq;
+    if (seq === null) return { value: 0, write: false };
+    await c.query(`UPDATE gatehouse_change_counter SET pruned = greatest(pruned, $1)
+      WHERE id = 1`, [seq]);
+    const gone = await c.query("DELETE FROM gatehouse_changes WHERE seq <= $1", [seq]);
+    return { value: gone.rowCount, write: true };
+  });
 }
 
 async function commit(ctx, request, id) {
   const body = await readBody(request, ctx.maxBodyBytes);
   const { action, commitId } = answerOf(core.commitAction(body));
+  if (utf8Length(commitId) > MAX_ID_BYTES || commitId.includes("\u0000")) {
+    throw invalid(`a commit id has at most ${MAX_ID_BYTES} bytes and no NUL`);
+  }
   const who = await identityOf(ctx, request, id, action);
   const at = clock(ctx, request);
-  return transaction(ctx.pool, async (c) => {
+  return writing(ctx, async (c) => {
     const stored = await lockThread(c, id);
     // A retry of a commit already applied (its answer was lost): the same answer.
     const done = await c.query(`SELECT answer FROM gatehouse_commits
       WHERE thread = $1 AND commit_id = $2`, [id, commitId]);
     if (done.rows.length) return { value: done.rows[0].answer, write: false };
+    // A commit that only decides may not change the tool policies (asked here, under the
+    // row lock, against the policies it would replace).
+    if (action === "decide" &&
+        answerOf(core.decideNeedsWrite(id, stored ?? undefined, body)).write) {
+      await identityOf(ctx, request, id, "write");
+    }
     let tail = null;
     let after = false;
     const rec = recordOf(id, stored);
@@ -523,7 +577,7 @@ async function lease(ctx, request, id) {
   answerOf(core.leaseRequest(body));
   await identityOf(ctx, request, id, "write");
   const at = clock(ctx, request);
-  return transaction(ctx.pool, async (c) => {
+  return writing(ctx, async (c) => {
     const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1 FOR UPDATE", [id]);
     const plan = answerOf(core.planLease(id, r.rows[0]?.record ?? undefined, body, at));
     if (!plan.ok) return { value: '{"ok":false}', write: false };
@@ -537,7 +591,7 @@ async function lease(ctx, request, id) {
 
 async function remove(ctx, request, id) {
   await identityOf(ctx, request, id, "delete");
-  return transaction(ctx.pool, async (c) => {
+  return writing(ctx, async (c) => {
     const r = await c.query("DELETE FROM gatehouse_threads WHERE id = $1 RETURNING record", [id]);
     for (const table of ["gatehouse_messages", "gatehouse_audit", "gatehouse_commits"]) {
       await c.query(`DELETE FROM ${table} WHERE thread = $1`, [id]);
@@ -625,6 +679,7 @@ class ChangeFeed {
     this.timer = null;
     this.pinger = null;
     this.draining = null;
+    this.releasing = null;
     this.closed = false;
   }
 
@@ -648,6 +703,7 @@ class ChangeFeed {
         this.waiters.delete(done);
         signal?.removeEventListener("abort", done);
         resolve();
+        this.releaseIfIdle();
       };
       const t = setTimeout(done, Math.max(ms, 0));
       this.waiters.add(done);
@@ -669,6 +725,8 @@ class ChangeFeed {
       await client.query(`LISTEN ${CHANNEL}`);
       if (this.closed) throw new Error("closed");
       this.listener = client;
+      // Everyone left while it connected.
+      this.releaseIfIdle();
     } catch {
       if (client) client.release(true);
       this.listener = null;
@@ -693,7 +751,6 @@ class ChangeFeed {
   async stream(request, mayReadThread) {
     const r = await this.pool.query("SELECT seq FROM gatehouse_change_counter WHERE id = 1");
     if (this.cursor === null) this.cursor = Number(r.rows[0].seq);
-    await this.ensureListening();
     const encoder = new TextEncoder();
     const feed = this;
     let entry;
@@ -715,7 +772,7 @@ class ChangeFeed {
             } catch {
               // already closed or cancelled
             }
-            feed.stopIfIdle();
+            feed.releaseIfIdle();
           },
         };
         feed.streams.add(entry);
@@ -727,6 +784,8 @@ class ChangeFeed {
       },
     });
     request.signal?.addEventListener("abort", () => entry.end());
+    // After the stream is registered: a listener that finds nobody waiting lets go at once.
+    await this.ensureListening();
     return new Response(body, {
       status: 200,
       headers: { "content-type": "text/event-stream", "cache-control": "no-store",
@@ -735,22 +794,35 @@ class ChangeFeed {
   }
 
   start() {
+    // Timers never keep a process alive by themselves (unref, where there is one).
     if (!this.pinger) {
       this.pinger = setInterval(() => {
         for (const s of this.streams) s.send(": ping\n\n");
       }, this.pingMs);
+      this.pinger.unref?.();
     }
     // Without NOTIFY, read every pollMs; with it, every 5 s as well (a lost wake-up).
     if (!this.timer) {
       this.timer = setInterval(() => this.drain(), this.notify ? 5000 : this.pollMs);
+      this.timer.unref?.();
     }
   }
 
-  stopIfIdle() {
-    if (this.streams.size) return;
+  /** With no stream and no long poll left, the timers stop and the LISTEN connection goes
+   * back to the pool (a pool's `end()` waits for it). The next reader starts afresh. */
+  releaseIfIdle() {
+    if (this.streams.size || this.waiters.size) return this.releasing;
     clearInterval(this.pinger);
     clearInterval(this.timer);
     this.pinger = this.timer = null;
+    this.cursor = null;
+    if (this.listener && this.listener !== "connecting") {
+      const c = this.listener;
+      this.listener = null;
+      this.releasing = c.query(`UNLISTEN ${CHANNEL}`)
+        .then(() => c.release(), () => c.release(true));
+    }
+    return this.releasing;
   }
 
   drain() {
@@ -784,14 +856,8 @@ class ChangeFeed {
   close() {
     this.closed = true;
     this.endStreams();
-    this.stopIfIdle();
-    for (const w of this.waiters) w();
-    if (this.listener && this.listener !== "connecting") {
-      const c = this.listener;
-      this.listener = null;
-      return c.query(`UNLISTEN ${CHANNEL}`).then(() => c.release(), () => c.release(true));
-    }
-    return Promise.resolve();
+    for (const w of [...this.waiters]) w();
+    return Promise.resolve(this.releaseIfIdle());
   }
 }
 

@@ -3,6 +3,9 @@
 //! The crate has a pure core (`thread`, `engine`, `schema`, `providers`, and the store model)
 //! that builds and is tested natively, and a thin wasm layer (`store::indexeddb`, `driver`,
 //! `js`) for browsers. Data flows one way: JS → glue → driver → engine, and back as steps.
+//! The wasm layer is the `browser` feature (default): the store handler's core (server/core)
+//! builds the pure core for wasm without it, so wasm-only code is
+//! `#[cfg(all(target_arch = "wasm32", feature = "browser"))]`.
 
 pub mod engine;
 pub mod event;

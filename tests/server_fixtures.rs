@@ -5,7 +5,7 @@
 
 mod support;
 
-use gatehouse_agent::engine::Commit;
+use gatehouse_agent::engine::{Commit, ToolPolicy};
 use gatehouse_agent::store::wire::CommitRequest;
 use serde_json::{Value, json};
 use support::*;
@@ -48,14 +48,8 @@ fn check(name: &str, fixture: Value) {
 
 /// A gated call approved by the browser's `by: "mallory"`, run, and answered.
 #[test]
-fn approved_run() {
-    let mut h = Harness::new(standard_tools());
-    h.one_gated_call("c1", "/tmp/a.txt", "delete /tmp/a.txt");
-    h.script([answer("deleted")]);
-    h.decide_by(json!({"c1": "approve"}), Some("mallory"))
-        .expect("the decision is taken");
-    assert_eq!(h.executed.len(), 1, "the approved call ran");
-    check("approved-run.json", requests(&h.store.commits));
+fn approved_run_fixture() {
+    check("approved-run.json", requests(&approved_run()));
 }
 
 /// Twelve exchanges of a user message and an answer: 24 messages to page through.
@@ -68,4 +62,24 @@ fn long_chat() {
     }
     assert_eq!(h.store.messages.len(), 24);
     check("long-chat.json", requests(&h.store.commits));
+}
+
+/// A chat, then `setToolPolicy("delete_file", { autoApprove: true })`: a commit that appends
+/// nothing (so `action_of` says `decide`) but changes what runs without a human.
+#[test]
+fn policy_change() {
+    let mut h = Harness::new(standard_tools());
+    h.script([answer("hello")]);
+    h.chat("hi").expect("the chat runs");
+    let policy = ToolPolicy {
+        enabled: None,
+        auto_approve: Some(true),
+    };
+    h.engine
+        .set_tool_policy("delete_file", policy)
+        .expect("the policy is set");
+    h.drive();
+    let commits = &h.store.commits;
+    assert!(commits.last().is_some_and(|c| c.append.is_empty()));
+    check("policy-change.json", requests(commits));
 }

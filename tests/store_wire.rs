@@ -12,18 +12,6 @@ use gatehouse_agent::store::{LEASE_MS, MemoryStore, StoreError, ThreadRecord};
 use serde_json::json;
 use support::*;
 
-/// A gated call approved by the browser's `by: "mallory"`, run, and answered: every commit
-/// the engine made on the way.
-fn approved_run() -> Vec<Commit> {
-    let mut h = Harness::new(standard_tools());
-    h.one_gated_call("c1", "/tmp/a.txt", "delete /tmp/a.txt");
-    h.script([answer("deleted")]);
-    h.decide_by(json!({"c1": "approve"}), Some("mallory"))
-        .expect("the decision is taken");
-    assert_eq!(h.executed.len(), 1, "the approved call ran");
-    h.store.commits.clone()
-}
-
 /// Plans `commits` one after another as the handler does: through the wire as JSON, with
 /// the handler's identity and writer, into a memory store.
 fn apply_remote(commits: &[Commit], identity: &str) -> (MemoryStore, ThreadRecord) {

@@ -4,6 +4,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import pg from "pg";
 import { startStoreServer } from "../support/store-server.mjs";
 import { applyAll, client, fixture } from "./util.mjs";
 
@@ -126,4 +127,41 @@ test("SSE without NOTIFY is fed by polling the change table", async () => {
   await applyAll(client(a, "alice"), "alice:shared", run.slice(3, 4));
   assert.deepEqual((await bob.nextData(1500)).data, { threadId: "alice:shared", version: 4 });
   bob.close();
+});
+
+test("the LISTEN connection goes back to the pool once no stream is left: pool.end() returns", async () => {
+  const { createStoreHandler } = await import("../../pkg/server.js");
+  const pool = new pg.Pool({ connectionString: a.postgres.connectionString, max: 2 });
+  pool.on("error", () => {});
+  const handle = createStoreHandler({ pool, authorize: () => "bob" });
+  for (let i = 0; i < 2; i++) {
+    const r = await handle(new Request("http://h/changes"));
+    const reader = r.body.getReader();
+    assert.match(new TextDecoder().decode((await reader.read()).value), /connected/);
+    const listening = await a.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE query = 'LISTEN gatehouse_changes'`);
+    assert.ok(listening.rows[0].n >= 1, "a LISTEN connection while the stream is open");
+    await reader.cancel();
+  }
+  const ended = await Promise.race([pool.end().then(() => "ended"),
+    new Promise((r) => setTimeout(() => r("still waiting"), 3000))]);
+  assert.equal(ended, "ended");
+});
+
+test("pruned notices: a poll from before them is told to reload (reset)", async () => {
+  const bob = client(quiet, "bob");
+  const start = (await bob.call("GET", "/changes?poll=1")).body.cursor;
+  await applyAll(client(a, "alice"), "alice:shared", run.slice(4, 5));
+  const seen = await bob.call("GET", `/changes?poll=1&since=${start}`);
+  assert.deepEqual(seen.body.changes, [{ threadId: "alice:shared", version: 5 }]);
+  assert.equal(seen.body.reset, undefined);
+  const deleted = await quiet.handle.pruneChanges(0);
+  assert.ok(deleted >= 1, `${deleted} deleted`);
+  assert.equal((await a.pool.query("SELECT count(*)::int AS n FROM gatehouse_changes")).rows[0].n, 0);
+  const stale = await bob.call("GET", `/changes?poll=1&since=${start}`);
+  assert.equal(stale.body.reset, true);
+  // A cursor at or after the pruned notices reads on as before.
+  const fresh = await bob.call("GET", `/changes?poll=1&since=${seen.body.cursor}`);
+  assert.deepEqual(fresh.body, { changes: [], cursor: seen.body.cursor });
+  assert.equal(await quiet.handle.pruneChanges(), 0, "nothing an hour old");
 });

@@ -81,6 +81,8 @@ test("malformed bodies, unknown keys and wrong types are invalid_request and cha
     JSON.stringify({ ...body, commit: { ...body.commit, status: "hacked" } }),
     JSON.stringify({ ...body, commit: { ...body.commit, append: [{ role: "user" }] } }),
     JSON.stringify(Object.fromEntries(Object.entries(body).filter(([k]) => k !== "owner"))),
+    JSON.stringify({ ...body, commitId: "é".repeat(300) }),
+    JSON.stringify({ ...body, commitId: "a\u0000b" }),
   ];
   for (const text of bad) {
     const r = await a.commit("alice:bad", text);
@@ -139,6 +141,7 @@ test("bad routes, queries and ids are refused with a clear code", async () => {
     ["GET", "/threads/%E0%A4%A", 400, "invalid_request"],
     ["GET", "/threads/alice%3A%00", 400, "invalid_request"],
     ["GET", `/threads/alice%3A${"x".repeat(1000)}`, 400, "invalid_request"],
+    ["GET", `/threads/alice%3A${"%F0%9F%98%80".repeat(200)}`, 400, "invalid_request"],
     ["GET", "/threads/alice%3Ax/messages?limit=abc", 400, "invalid_request"],
     ["GET", "/threads/alice%3Ax/messages?limit=-1", 400, "invalid_request"],
     ["GET", "/threads/alice%3Ax/messages?limit=99999999999", 400, "invalid_request"],

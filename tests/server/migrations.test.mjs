@@ -79,6 +79,8 @@ test("tables of a newer release are refused, and left as they are", async () => 
   await assert.rejects(h.migrate(), /newer release/);
   const r = await h(new Request("http://h/threads/t"));
   assert.equal(r.status, 500);
-  assert.equal((await r.json()).error.code, "storage");
+  const refused = await r.json();
+  assert.equal(refused.error.code, "storage");
+  assert.match(refused.error.message, /newer release/);
   assert.equal((await p.query("SELECT version FROM gatehouse_schema")).rows[0].version, 99);
 });

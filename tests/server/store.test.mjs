@@ -259,3 +259,24 @@ test("a user refused by authorize is refused at every action, and nothing change
   const known = await client(s, "eve").commit("alice:private", run[0]);
   assert.equal(known.status, 403);
 });
+
+test("a user who may only decide cannot change the tool policies", async () => {
+  const [chat0, chat1, policy] = fixture("policy-change.json");
+  const a = client(s, "alice");
+  await applyAll(a, "alice:approver", [chat0, chat1]);
+  s.grants.set("alice:approver", ["bob/read", "bob/decide"]);
+  const before = await stored(s.pool, "alice:approver");
+  const refused = await client(s, "bob").commit("alice:approver", policy);
+  assert.equal(refused.status, 403, refused.text);
+  assert.equal(refused.body.error.code, "unauthorized");
+  assert.deepEqual(await stored(s.pool, "alice:approver"), before);
+  // Bob's decisions go through (the approved run's decision commit), and so does the owner's
+  // policy change.
+  await applyAll(a, "alice:approver2", run.slice(0, 2));
+  s.grants.set("alice:approver2", ["bob/read", "bob/decide"]);
+  const decided = await client(s, "bob").commit("alice:approver2", run[2]);
+  assert.equal(decided.status, 200, decided.text);
+  const own = await a.commit("alice:approver", policy);
+  assert.equal(own.status, 200, own.text);
+  assert.deepEqual(own.body.record.policies, { delete_file: { autoApprove: true } });
+});

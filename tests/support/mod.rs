@@ -380,3 +380,16 @@ pub fn standard_tools() -> Vec<ToolSpec> {
 pub fn decisions(payload: Value) -> Decisions {
     Decisions::from_json(&payload).expect("well-formed decisions")
 }
+
+/// A gated call approved by the browser's `by: "mallory"`, run, and answered: every commit
+/// the engine made on the way (what a remote store sends; tests/store_wire.rs and the store
+/// handler's fixtures, tests/server_fixtures.rs).
+pub fn approved_run() -> Vec<Commit> {
+    let mut h = Harness::new(standard_tools());
+    h.one_gated_call("c1", "/tmp/a.txt", "delete /tmp/a.txt");
+    h.script([answer("deleted")]);
+    h.decide_by(json!({"c1": "approve"}), Some("mallory"))
+        .expect("the decision is taken");
+    assert_eq!(h.executed.len(), 1, "the approved call ran");
+    h.store.commits.clone()
+}

@@ -7,8 +7,8 @@
 //   await s.close();                               // the server, the pool, Postgres (if ours)
 //
 // Who is who: the bearer token is the identity. By default a user may use the threads whose id
-// starts with "<user>:", and those `grants` lists for it (`grants.set(threadId, ["bob"])`), and
-// may list; pass `authorize` to replace that. The handler's clock is the `x-test-now` header
+// starts with "<user>:", and those `grants` lists for it (`grants.set(threadId, ["bob"])`, or
+// one action: "bob/decide"), and may list; pass `authorize` to replace that. The handler's clock is the `x-test-now` header
 // when a request has one (a test drives lease expiry with it), else Date.now().
 
 import http from "node:http";
@@ -41,7 +41,11 @@ export async function startStoreServer({
     calls.push({ user, threadId, action });
     if (!user) return null;
     if (threadId === null) return user;
-    if (threadId.startsWith(`${user}:`) || grants.get(threadId)?.includes(user)) return user;
+    const granted = grants.get(threadId) ?? [];
+    if (threadId.startsWith(`${user}:`) || granted.includes(user) ||
+        granted.includes(`${user}/${action}`)) {
+      return user;
+    }
     return null;
   };
   const handle = createStoreHandler({

@@ -11,6 +11,11 @@ pub fn commit_action(body: &str) -> String {
     plan::commit_action(body)
 }
 
+#[wasm_bindgen(js_name = decideNeedsWrite)]
+pub fn decide_needs_write(thread_id: &str, record: Option<String>, body: &str) -> String {
+    plan::decide_needs_write(thread_id, record.as_deref(), body)
+}
+
 #[wasm_bindgen(js_name = readRecord)]
 pub fn read_record(thread_id: &str, text: &str) -> String {
     plan::read_record(thread_id, text)

@@ -63,6 +63,22 @@ pub fn commit_action(body: &str) -> String {
     }
 }
 
+/// Whether a commit `authorize` allowed as `decide` (it appends no message) also needs
+/// `write`: it changes the thread's tool policies (`setToolPolicy` appends nothing either),
+/// which decide what runs without a human. `{"write": bool}`.
+pub fn decide_needs_write(thread_id: &str, record: Option<&str>, body: &str) -> String {
+    let request: CommitRequest = match read_request(body, "commit") {
+        Ok(r) => r,
+        Err(refused) => return refused,
+    };
+    let stored = match record.map(|text| read_stored(thread_id, text)).transpose() {
+        Ok(r) => r,
+        Err(e) => return store_refusal(&e),
+    };
+    let policies = stored.map(|r| r.policies).unwrap_or_default();
+    json!({ "write": request.commit.policies != policies }).to_string()
+}
+
 /// A stored record, checked and rewritten as this release reads it, with what the handler
 /// needs to read its rows: `{"record": text, "version", "messageCount", "auditCount"}`.
 pub fn read_record(thread_id: &str, text: &str) -> String {
@@ -262,6 +278,24 @@ mod tests {
         let v = value(&read_record("t", "{}"));
         let e: WireError = serde_json::from_value(v["error"].clone()).unwrap();
         assert!(matches!(e.into_store_error(), StoreError::Corrupt(_)));
+    }
+
+    #[test]
+    fn only_a_policy_change_makes_a_decision_need_write() {
+        let commit = |policies: &str| {
+            format!(
+                r#"{{"commitId":"c","expectedVersion":1,"owner":"o","keep":false,
+                "commit":{{"run":null,"status":"idle","policies":{policies}}}}}"#
+            )
+        };
+        let stored = serde_json::to_string(&ThreadRecord::new("t", 0.0)).unwrap();
+        let write = |record: Option<&str>, body: &str| {
+            value(&decide_needs_write("t", record, body))["write"].as_bool()
+        };
+        assert_eq!(write(Some(&stored), &commit("{}")), Some(false));
+        let always = commit(r#"{"delete_file":{"autoApprove":true}}"#);
+        assert_eq!(write(Some(&stored), &always), Some(true));
+        assert_eq!(write(None, &always), Some(true));
     }
 
     #[test]

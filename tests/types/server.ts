@@ -1,0 +1,41 @@
+// gatehouse-agent/server's declarations (pkg/server.d.ts) used as a backend would, under
+// `tsc --strict` (make test-types); the @ts-expect-error lines must stay errors.
+import {
+  createStoreHandler, toNodeListener, type StoreAction, type StoreHandler, type StorePool,
+} from "../../pkg/server.js";
+
+declare const pool: StorePool;
+
+const handle: StoreHandler = createStoreHandler({
+  pool,
+  basePath: "/api/gatehouse",
+  authorize: async (request: Request, { threadId, action }) => {
+    const a: StoreAction = action;
+    const user = request.headers.get("authorization");
+    return threadId === null || a === "list" ? user : user && `${user}`;
+  },
+  maxBodyBytes: 1 << 20,
+  now: () => Date.now(),
+  cors: { origin: ["https://app.example"], credentials: true },
+  notify: false,
+  pollMs: 500,
+});
+const answer: Promise<Response> = handle(new Request("https://x/api/gatehouse/threads"));
+void answer;
+const ready: Promise<void> = handle.migrate();
+void ready;
+export const listener = toNodeListener(handle);
+
+createStoreHandler({
+  pool,
+  // @ts-expect-error: authorize answers an identity or null, not a boolean
+  authorize: () => true,
+});
+createStoreHandler({
+  pool,
+  authorize: () => null,
+  // @ts-expect-error: an unknown option
+  authorise: () => null,
+});
+// @ts-expect-error: not an action
+export const bad: StoreAction = "admin";
