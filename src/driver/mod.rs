@@ -83,6 +83,8 @@ pub struct Session {
     refused: Vec<(String, String)>,
     /// How many inputs wait in a remote thread's outbox on this device (`outbox`).
     queued: usize,
+    /// A later try of the outbox is scheduled (`outbox::later`).
+    retry_queued: bool,
     /// Listeners and the thread's channel (`live`).
     live: live::Live,
     /// Fires at the view's earliest approval deadline (`expiry`).

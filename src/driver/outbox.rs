@@ -105,6 +105,11 @@ const CONFLICT_TRIES: u32 = 3;
 /// still cannot reach the handler, that another agent's run holds up (`busy`), or that keeps
 /// meeting a `conflict`.
 pub async fn flush(s: &Shared) {
+    send(s).await;
+    later(s);
+}
+
+async fn send(s: &Shared) {
     let Some(store) = remote(s) else { return };
     let thread = s.borrow().thread_id.clone();
     let mut conflicts = 0;
@@ -193,6 +198,31 @@ fn is_decision_refusal(e: &AgentError, queued: &Queued) -> bool {
             e.code(),
             "not_suspended" | "unknown_call_id" | "invalid_decision" | "expired"
         )
+}
+
+/// How long a flush that left inputs waiting waits before it tries again.
+const RETRY_MS: u64 = 3_000;
+
+/// Tries the outbox again in [`RETRY_MS`] while it holds inputs and the agent lives: what
+/// held them up (another device's run, calls awaiting a decision) ends without a change this
+/// agent hears of, or with one it heard while it was itself running.
+fn later(s: &Shared) {
+    {
+        let mut g = s.borrow_mut();
+        if g.queued == 0 || g.retry_queued {
+            return;
+        }
+        g.retry_queued = true;
+    }
+    let weak = Rc::downgrade(s);
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Ok(link) = super::fetch::AbortLink::new(None) {
+            let _ = super::fetch::sleep_or_online(RETRY_MS, &link).await;
+        }
+        let Some(s) = weak.upgrade() else { return };
+        s.borrow_mut().retry_queued = false;
+        flush(&s).await;
+    });
 }
 
 /// A message with `id` is among the thread's newest stored ones.

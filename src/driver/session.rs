@@ -37,6 +37,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         leased: false,
         refused: Vec::new(),
         queued: 0,
+        retry_queued: false,
         live: live::Live::default(),
         expiry: expiry::Timer::default(),
     }));
