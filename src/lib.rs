@@ -6,6 +6,7 @@
 
 pub mod engine;
 pub mod event;
+pub mod mcp;
 pub mod providers;
 pub mod schema;
 pub mod store;
@@ -23,8 +24,8 @@ mod js;
 // The Rust API (wasm only: it runs in the browser, like the JS one).
 #[cfg(target_arch = "wasm32")]
 pub use agent::{
-    Agent, AgentState, EffectivePolicy, Input, Model, NeedsApproval, OpenOptions, Page, Status,
-    StopReason, Storage, Subscription, ToolError,
+    Agent, AgentState, EffectivePolicy, Input, McpServer, Model, NeedsApproval, OpenOptions, Page,
+    Status, StopReason, Storage, Subscription, ToolError,
 };
 #[cfg(target_arch = "wasm32")]
 pub use driver::RunOptions;

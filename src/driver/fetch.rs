@@ -119,17 +119,34 @@ pub async fn post(
     body: &str,
     link: &AbortLink,
 ) -> Result<Response, FetchError> {
+    send(url, headers, Some(body), link).await
+}
+
+/// POSTs `body`, or GETs without one; resolves once the response headers are in.
+pub async fn send(
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<&str>,
+    link: &AbortLink,
+) -> Result<Response, FetchError> {
     // Built by hand: gloo-net's `header()` throws into JS on a value fetch refuses.
     let h = web_sys::Headers::new().map_err(|e| FetchError::BadRequest(describe(&e)))?;
     for (k, v) in headers {
         h.set(k, v)
             .map_err(|e| FetchError::BadRequest(format!("the header {k}: {}", describe(&e))))?;
     }
-    let request = Request::post(url)
+    let builder = match body {
+        Some(_) => Request::post(url),
+        None => Request::get(url),
+    };
+    let builder = builder
         .headers(gloo_net::http::Headers::from_raw(h))
-        .abort_signal(Some(&link.signal()))
-        .body(body)
-        .map_err(|e| FetchError::BadRequest(e.to_string()))?;
+        .abort_signal(Some(&link.signal()));
+    let request = match body {
+        Some(body) => builder.body(body),
+        None => builder.build(),
+    };
+    let request = request.map_err(|e| FetchError::BadRequest(e.to_string()))?;
     request.send().await.map_err(|e| link.error(e))
 }
 

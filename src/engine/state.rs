@@ -3,6 +3,7 @@
 
 use super::audit::{AuditRecord, OpenAudit};
 use super::tools::ToolPolicies;
+use crate::mcp::ServerTools;
 use crate::thread::context::RequestSize;
 use crate::thread::{Message, MessageId};
 use serde::{Deserialize, Serialize};
@@ -212,6 +213,9 @@ pub struct Commit {
     /// context window's calibration. The engine leaves it `None`; the driver, which sized the
     /// request, fills it in.
     pub request_size: Option<RequestSize>,
+    /// The MCP tool lists to store in the record when they changed (docs/design.md, "MCP
+    /// tools"). The engine leaves it `None`; the driver, which lists them, fills it in.
+    pub mcp_tools: Option<Vec<ServerTools>>,
 }
 
 impl Commit {
@@ -232,6 +236,7 @@ impl Commit {
             .retain(|a| next.audit.iter().all(|b| b.seq != a.seq));
         self.audit.extend(next.audit);
         self.request_size = next.request_size.or(self.request_size);
+        self.mcp_tools = next.mcp_tools.or(self.mcp_tools);
         self
     }
 }

@@ -2,7 +2,7 @@
 //! model, `{ signal, onEvent }` of the run methods, `storage` of the static helpers, and the
 //! bodies of `handle`, `messages` and `setToolPolicy`.
 
-use crate::agent::{Model, OpenOptions, Storage};
+use crate::agent::{McpServer, Model, OpenOptions, Storage};
 use crate::convert::{from_js, js_object, json_value};
 use crate::driver::RunOptions;
 use crate::driver::error::AgentError;
@@ -36,6 +36,25 @@ struct OpenParams {
     history_limit: Option<f64>,
     /// The `approvalTimeout` of tools that set none.
     approval_timeout: Option<f64>,
+    mcp_servers: Option<Vec<Strict<McpServerParams>>>,
+}
+
+/// One entry of `mcpServers` (docs/design.md, "MCP tools").
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "an MCP server object { name, url, headers, trustReadOnlyHint, tools }"
+)]
+struct McpServerParams {
+    name: String,
+    url: String,
+    /// Read as JSON, like `model.headers`.
+    #[serde(default, deserialize_with = "js_object")]
+    headers: Option<JsValue>,
+    trust_read_only_hint: Option<bool>,
+    /// Read as JSON: a `Vec<String>` field would cost its own deserializer.
+    #[serde(default, deserialize_with = "js_object")]
+    tools: Option<JsValue>,
 }
 
 /// The parts of `model` that are not [`ModelParams`].
@@ -119,6 +138,9 @@ pub fn parse(options: JsValue) -> Result<OpenOptions, AgentError> {
     }
     for Strict(t) in p.tools.unwrap_or_default() {
         o = o.tool(tool(t)?);
+    }
+    for Strict(m) in p.mcp_servers.unwrap_or_default() {
+        o = o.mcp_server(mcp_server(m)?);
     }
     if let Some(n) = p.max_steps {
         o = o.max_steps(at_least_one("maxSteps", n)?);
@@ -214,6 +236,40 @@ fn tool(t: ToolParams) -> Result<Tool, AgentError> {
     );
     tool.approval_timeout = timeout;
     Ok(tool)
+}
+
+/// One entry of `mcpServers`: `headers` an object of strings, `tools` an array of names.
+fn mcp_server(m: McpServerParams) -> Result<McpServer, AgentError> {
+    let what = |k: &str, e: String| bad(format!("MCP server \"{}\": `{k}` {e}", m.name));
+    let json = |k: &str, v: &Option<JsValue>| -> Result<Value, AgentError> {
+        v.as_ref()
+            .map_or(Ok(Value::Null), json_value)
+            .map_err(|e| what(k, format!("is not JSON: {e}")))
+    };
+    let mut server = McpServer::new(m.name.clone(), m.url.clone())
+        .trust_read_only_hint(m.trust_read_only_hint.unwrap_or(false));
+    match json("headers", &m.headers)? {
+        Value::Null => {}
+        Value::Object(h) => {
+            for (k, v) in &h {
+                let v = v
+                    .as_str()
+                    .ok_or_else(|| what("headers", "must hold strings".into()))?;
+                server = server.header(k, v);
+            }
+        }
+        _ => return Err(what("headers", "must be an object".into())),
+    }
+    match json("tools", &m.tools)? {
+        Value::Null => {}
+        Value::Array(names) => {
+            let names: Option<Vec<&str>> = names.iter().map(Value::as_str).collect();
+            let names = names.ok_or_else(|| what("tools", "must be an array of names".into()))?;
+            server = server.tools(names);
+        }
+        _ => return Err(what("tools", "must be an array of names".into())),
+    }
+    Ok(server)
 }
 
 /// An `approvalTimeout`: whole milliseconds, at least 1, or `Infinity` (`Some(None)`: never,

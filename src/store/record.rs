@@ -4,6 +4,7 @@
 
 use super::ownership::{Lease, Writer};
 use crate::engine::{Commit, RunJournal, ThreadState, ThreadStatus, ToolPolicies};
+use crate::mcp::ServerTools;
 use crate::thread::Message;
 use crate::thread::context::RequestSize;
 use serde::{Deserialize, Serialize};
@@ -60,6 +61,11 @@ pub struct ThreadRecord {
     /// answer, so it never applies to another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_size: Option<RequestSize>,
+    /// The MCP servers' tool lists the thread was last run with (docs/design.md, "MCP
+    /// tools"). Bookkeeping like `requestSize`: absent in older records and in threads
+    /// without MCP servers; a release that does not know it drops it when it writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tools: Option<Vec<ServerTools>>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -84,6 +90,7 @@ impl ThreadRecord {
             lease: None,
             audit_count: 0,
             request_size: None,
+            mcp_tools: None,
         }
     }
 
@@ -306,6 +313,9 @@ pub fn plan_commit(
     record.lease = writer.lease.clone();
     if commit.request_size.is_some() {
         record.request_size = commit.request_size.clone();
+    }
+    if commit.mcp_tools.is_some() {
+        record.mcp_tools = commit.mcp_tools.clone();
     }
     let mut audit = Vec::with_capacity(commit.audit.len());
     for a in &commit.audit {

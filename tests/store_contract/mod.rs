@@ -202,6 +202,7 @@ pub fn append(msgs: Vec<Message>) -> Commit {
         status: ThreadStatus::Idle,
         audit: Vec::new(),
         request_size: None,
+        mcp_tools: None,
     }
 }
 
