@@ -8,9 +8,9 @@ use super::events::Emitter;
 use super::fetch::{self, AbortLink, BodyReader, FetchError};
 use super::tools::{Execute, LocalFuture, Tool};
 use crate::event::Event;
-use crate::mcp::{self, Incoming, ListedTool, McpServerConfig, PROTOCOL_VERSIONS, ServerTools};
+use crate::mcp::{self, Incoming, McpServerConfig, PROTOCOL_VERSIONS};
 use crate::providers::SseParser;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -318,7 +318,7 @@ impl Client {
     }
 
     /// Every page of `tools/list`.
-    async fn list(self: &Rc<Self>) -> Result<Vec<Result<ListedTool, mcp::Skipped>>, McpError> {
+    async fn list(self: &Rc<Self>) -> Result<Vec<Result<Value, mcp::Skipped>>, McpError> {
         let mut all = Vec::new();
         let mut cursor: Option<String> = None;
         // A bound on pages, so a server that always sends a cursor cannot hold the agent.
@@ -357,7 +357,8 @@ impl Client {
 /// it owes the app (Agent.open takes no listener: they go to the next run's).
 pub struct McpTools {
     clients: Vec<Rc<Client>>,
-    listed: RefCell<Vec<ServerTools>>,
+    /// `{ server: [tool] }`, the servers' JSON.
+    listed: RefCell<Map<String, Value>>,
     /// `listed` differs from what the thread record holds.
     unsaved: Cell<bool>,
     owed: RefCell<Vec<Event<'static>>>,
@@ -367,10 +368,11 @@ impl McpTools {
     /// Connects to every server and lists its tools; a server that cannot be listed keeps
     /// the list `stored` with the thread (if any) and is asked again before the next model
     /// call. Never fails: what went wrong becomes `mcp_error` events.
-    pub async fn open(servers: Vec<McpServerConfig>, stored: Option<&[ServerTools]>) -> McpTools {
+    pub async fn open(servers: Vec<McpServerConfig>, stored: Option<&Value>) -> McpTools {
+        let stored = stored.and_then(Value::as_object).cloned();
         let set = McpTools {
             clients: servers.into_iter().map(Client::new).collect(),
-            listed: RefCell::new(stored.map(<[_]>::to_vec).unwrap_or_default()),
+            listed: RefCell::new(stored.unwrap_or_default()),
             unsaved: Cell::new(false),
             owed: RefCell::new(Vec::new()),
         };
@@ -404,15 +406,12 @@ impl McpTools {
                     Err(s) => self.tell(ev, skipped(&c.cfg.name, &s)),
                 }
             }
+            let kept = Value::Array(kept);
             let mut listed = self.listed.borrow_mut();
-            match listed.iter_mut().find(|l| l.server == c.cfg.name) {
-                Some(l) if l.tools == kept => continue,
-                Some(l) => l.tools = kept,
-                None => listed.push(ServerTools {
-                    server: c.cfg.name.clone(),
-                    tools: kept,
-                }),
+            if listed.get(&c.cfg.name) == Some(&kept) {
+                continue;
             }
+            listed.insert(c.cfg.name.clone(), kept);
             changed = true;
             self.unsaved.set(true);
         }
@@ -432,10 +431,10 @@ impl McpTools {
     }
 
     /// The lists to store with the next write, if they changed since the record was read.
-    pub fn unsaved(&self) -> Option<Vec<ServerTools>> {
+    pub fn unsaved(&self) -> Option<Value> {
         self.unsaved
             .replace(false)
-            .then(|| self.listed.borrow().clone())
+            .then(|| Value::Object(self.listed.borrow().clone()))
     }
 
     /// A write that was to store them failed: the next one stores them.
@@ -450,12 +449,12 @@ impl McpTools {
         let mut out = Vec::new();
         let listed = self.listed.borrow();
         for c in &self.clients {
-            let Some(l) = listed.iter().find(|l| l.server == c.cfg.name) else {
+            let Some(Value::Array(l)) = listed.get(&c.cfg.name) else {
                 continue;
             };
             let mut all: Vec<&str> = taken.to_vec();
             all.extend(names.iter().map(String::as_str));
-            let (specs, left_out) = mcp::select(&c.cfg, &l.tools, &all);
+            let (specs, left_out) = mcp::select(&c.cfg, l, &all);
             for s in &left_out {
                 self.tell(ev, skipped(&c.cfg.name, s));
             }

@@ -13,7 +13,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
     let mcp = match o.mcp.is_empty() {
         true => None,
         false => Some(Rc::new(
-            mcp::McpTools::open(o.mcp, snap.record.mcp_tools.as_deref()).await,
+            mcp::McpTools::open(o.mcp, snap.record.mcp_tools.as_ref()).await,
         )),
     };
     if let Some(m) = &mcp {

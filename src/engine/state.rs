@@ -3,7 +3,6 @@
 
 use super::audit::{AuditRecord, OpenAudit};
 use super::tools::ToolPolicies;
-use crate::mcp::ServerTools;
 use crate::thread::context::RequestSize;
 use crate::thread::{Message, MessageId};
 use serde::{Deserialize, Serialize};
@@ -215,7 +214,7 @@ pub struct Commit {
     pub request_size: Option<RequestSize>,
     /// The MCP tool lists to store in the record when they changed (docs/design.md, "MCP
     /// tools"). The engine leaves it `None`; the driver, which lists them, fills it in.
-    pub mcp_tools: Option<Vec<ServerTools>>,
+    pub mcp_tools: Option<serde_json::Value>,
 }
 
 impl Commit {

@@ -1,67 +1,17 @@
 //! A server's `tools/list` as the agent's tools: which are kept (the allow-list, valid names
-//! and schemas, no collisions), how they are named, gated and shown.
+//! and schemas, no collisions), how they are named, gated and shown. A listed tool stays the
+//! server's JSON object (its `name`, `title`, `description`, `inputSchema`, `annotations`):
+//! that is also how it is stored with the thread, and typed copies would cost wasm bytes.
 
 use super::{McpServerConfig, namespaced};
 use crate::engine::{ToolSpec, check_tool_name};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
-/// A tool as the server lists it (the fields this client reads, in MCP's own names). Stored
-/// with the thread (`StoredTools`), so a thread reopened offline keeps its MCP tools.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedTool {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub input_schema: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-}
+/// The keys of a listed tool this client reads (and stores).
+const KEPT: [&str; 5] = ["name", "title", "description", "inputSchema", "annotations"];
 
-/// The server's annotations: hints from a server the app may not control.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Annotations {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_only_hint: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub destructive_hint: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotent_hint: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_world_hint: Option<bool>,
-}
-
-/// One server's tool list as stored in the thread record (`mcpTools`: docs/design.md, "MCP
-/// tools"), so a thread reopened offline keeps its MCP tools and their cards.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ServerTools {
-    pub server: String,
-    pub tools: Vec<ListedTool>,
-}
-
-/// What the approval card shows of an MCP tool, under `mcp` in the entry's `parameters`:
-/// the server, the tool's own name and title, and the server's hints (absent when unset).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct McpHints<'a> {
-    pub server: &'a str,
-    pub tool: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub read_only_hint: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub destructive_hint: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub open_world_hint: Option<bool>,
-}
+/// The server's annotations that are shown on the card, as hints.
+const HINTS: [&str; 3] = ["readOnlyHint", "destructiveHint", "openWorldHint"];
 
 /// A listed tool left out, and why (a `warning` event).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,22 +20,33 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// One page of a `tools/list` result: its tools (an entry that is not a tool object is
-/// skipped) and the cursor of the next page.
-pub fn parse_tools_page(result: &Value) -> (Vec<Result<ListedTool, Skipped>>, Option<String>) {
+/// One page of a `tools/list` result: its tools, trimmed to the keys this client reads (an
+/// entry without a string `name` is skipped), and the cursor of the next page.
+pub fn parse_tools_page(result: &Value) -> (Vec<Result<Value, Skipped>>, Option<String>) {
     let tools = result.get("tools").and_then(Value::as_array);
     let listed = tools
         .into_iter()
         .flatten()
-        .map(|t| {
-            ListedTool::deserialize(t).map_err(|e| Skipped {
-                tool: t.get("name").and_then(Value::as_str).unwrap_or("?").into(),
-                reason: format!("its listing is malformed ({e})"),
-            })
-        })
+        .map(
+            |t| match (t.as_object(), t.get("name").and_then(Value::as_str)) {
+                (Some(o), Some(_)) => {
+                    let mut o = o.clone();
+                    o.retain(|k, _| KEPT.contains(&k.as_str()));
+                    Ok(Value::Object(o))
+                }
+                _ => Err(Skipped {
+                    tool: "?".into(),
+                    reason: "its listing has no name".into(),
+                }),
+            },
+        )
         .collect();
     let next = result.get("nextCursor").and_then(Value::as_str);
     (listed, next.map(str::to_owned))
+}
+
+fn text<'a>(t: &'a Value, key: &str) -> Option<&'a str> {
+    t.get(key).and_then(Value::as_str)
 }
 
 /// The tools of `server` the agent offers, as tool definitions, and those skipped: not in
@@ -93,50 +54,63 @@ pub fn parse_tools_page(result: &Value) -> (Vec<Result<ListedTool, Skipped>>, Op
 /// Every kept tool asks a human, except a `readOnlyHint` one when the app trusts the hint.
 pub fn select(
     server: &McpServerConfig,
-    listed: &[ListedTool],
+    listed: &[Value],
     taken: &[&str],
 ) -> (Vec<ToolSpec>, Vec<Skipped>) {
     let mut specs: Vec<ToolSpec> = Vec::new();
     let mut skipped = Vec::new();
     for t in listed {
-        if server.tools.as_ref().is_some_and(|a| !a.contains(&t.name)) {
+        let own = text(t, "name").unwrap_or_default();
+        if server
+            .tools
+            .as_ref()
+            .is_some_and(|a| !a.iter().any(|n| n == own))
+        {
             continue;
         }
-        let name = namespaced(&server.name, &t.name);
+        let name = namespaced(&server.name, own);
         let skip = |reason: String| Skipped {
-            tool: t.name.clone(),
+            tool: own.into(),
             reason,
         };
-        if t.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+        if t.pointer("/inputSchema/type").and_then(Value::as_str) != Some("object") {
             skipped.push(skip("its inputSchema is not an object schema".into()));
         } else if let Err(e) = check_tool_name(&name) {
             skipped.push(skip(e));
         } else if taken.contains(&name.as_str()) || specs.iter().any(|s| s.name == name) {
             skipped.push(skip(format!("another tool is already named {name:?}")));
         } else {
-            specs.push(spec(server, t, name));
+            specs.push(spec(server, t, own, name));
         }
     }
     (specs, skipped)
 }
 
-fn spec(server: &McpServerConfig, t: &ListedTool, name: String) -> ToolSpec {
-    let a = t.annotations.clone().unwrap_or_default();
-    let title = t.title.as_deref().or(a.title.as_deref());
-    let hints = McpHints {
-        server: &server.name,
-        tool: &t.name,
-        title,
-        read_only_hint: a.read_only_hint,
-        destructive_hint: a.destructive_hint,
-        open_world_hint: a.open_world_hint,
-    };
+/// What the card shows of an MCP tool, under `mcp` in the entry's `parameters`: the server,
+/// the tool's own name and title, and the server's hints that are set.
+fn spec(server: &McpServerConfig, t: &Value, own: &str, name: String) -> ToolSpec {
+    let annotations = t.get("annotations");
+    let hint = |k: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_bool);
+    let title = text(t, "title").or_else(|| annotations.and_then(|a| text(a, "title")));
+    let mut shown = Map::new();
+    shown.insert("server".into(), server.name.as_str().into());
+    shown.insert("tool".into(), own.into());
+    if let Some(title) = title {
+        shown.insert("title".into(), title.into());
+    }
+    for k in HINTS {
+        if let Some(b) = hint(k) {
+            shown.insert(k.into(), b.into());
+        }
+    }
     let mut spec = ToolSpec::new(name);
-    spec.description = t.description.clone();
+    spec.description = text(t, "description").map(str::to_owned);
     spec.label = title.map(str::to_owned);
-    spec.schema = t.input_schema.clone();
-    spec.shown = json!({ "mcp": hints });
-    let trusted = server.trust_read_only_hint && a.read_only_hint == Some(true);
+    spec.schema = t["inputSchema"].clone();
+    let mut mcp = Map::new();
+    mcp.insert("mcp".into(), Value::Object(shown));
+    spec.shown = Value::Object(mcp);
+    let trusted = server.trust_read_only_hint && hint("readOnlyHint") == Some(true);
     spec.require_approval = (!trusted).then_some(true);
     spec
 }
@@ -144,6 +118,7 @@ fn spec(server: &McpServerConfig, t: &ListedTool, name: String) -> ToolSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn server(trust: bool, tools: Option<Vec<String>>) -> McpServerConfig {
         McpServerConfig {
@@ -166,7 +141,7 @@ mod tests {
         ], "nextCursor": "c2" })
     }
 
-    fn listed(v: &Value) -> (Vec<ListedTool>, Vec<Skipped>) {
+    fn listed(v: &Value) -> (Vec<Value>, Vec<Skipped>) {
         let (all, next) = parse_tools_page(v);
         assert_eq!(next.as_deref(), Some("c2"));
         let (ok, bad): (Vec<_>, Vec<_>) = all.into_iter().partition(Result::is_ok);
@@ -214,10 +189,14 @@ mod tests {
     }
 
     #[test]
-    fn a_listing_round_trips_as_stored() {
-        let (tools, _) = listed(&page());
-        let text = serde_json::to_string(&tools).unwrap();
-        let back: Vec<ListedTool> = serde_json::from_str(&text).unwrap();
-        assert_eq!(back, tools);
+    fn only_the_keys_read_are_kept() {
+        let page = json!({ "tools": [{ "name": "x", "inputSchema": { "type": "object" },
+            "outputSchema": { "type": "object" }, "icons": [], "_meta": {} }] });
+        let (tools, next) = parse_tools_page(&page);
+        assert_eq!(next, None);
+        assert_eq!(
+            tools[0].as_ref().unwrap(),
+            &json!({ "name": "x", "inputSchema": { "type": "object" } })
+        );
     }
 }

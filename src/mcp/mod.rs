@@ -6,7 +6,7 @@
 mod listing;
 mod rpc;
 
-pub use listing::{ListedTool, McpHints, ServerTools, Skipped, parse_tools_page, select};
+pub use listing::{Skipped, parse_tools_page, select};
 pub use rpc::{Incoming, RpcError, call_result, negotiated, notification, parse_body, request};
 
 /// The protocol revisions this client speaks, newest first: `initialize` offers the first,

@@ -4,7 +4,6 @@
 
 use super::ownership::{Lease, Writer};
 use crate::engine::{Commit, RunJournal, ThreadState, ThreadStatus, ToolPolicies};
-use crate::mcp::ServerTools;
 use crate::thread::Message;
 use crate::thread::context::RequestSize;
 use serde::{Deserialize, Serialize};
@@ -61,11 +60,11 @@ pub struct ThreadRecord {
     /// answer, so it never applies to another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_size: Option<RequestSize>,
-    /// The MCP servers' tool lists the thread was last run with (docs/design.md, "MCP
-    /// tools"). Bookkeeping like `requestSize`: absent in older records and in threads
+    /// The MCP servers' tool lists the thread was last run with, `{ server: [tool] }` in the
+    /// servers' own JSON (docs/design.md, "MCP tools"). Bookkeeping like `requestSize`: absent in older records and in threads
     /// without MCP servers; a release that does not know it drops it when it writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mcp_tools: Option<Vec<ServerTools>>,
+    pub mcp_tools: Option<serde_json::Value>,
 }
 
 fn is_zero(n: &u64) -> bool {
