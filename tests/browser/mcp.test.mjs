@@ -84,8 +84,11 @@ test('listed and namespaced with the server\'s schemas; every MCP tool asks; app
   const result = r.messages.find((m) => m.type === 'tool_call_result');
   assert.equal(result.tools[0].result, `deleted ${path}\n{"deleted":${JSON.stringify(path)}}`);
   // The list is stored with the thread (offline reopen), without any header.
-  assert.deepEqual(r.record.mcpTools.map((s) => s.server), ['files']);
-  assert.deepEqual(r.record.mcpTools[0].tools.map((x) => x.name), ['read_file', 'delete_file', 'fail']);
+  assert.deepEqual(Object.keys(r.record.mcpTools), ['files']);
+  const stored = r.record.mcpTools.files.filter((x) => !x.name.startsWith('added_'));
+  assert.deepEqual(stored.map((x) => x.name), ['read_file', 'delete_file', 'fail']);
+  assert.deepEqual(stored[1].annotations, { destructiveHint: true, openWorldHint: false });
+  assert.ok(!JSON.stringify(r.record).includes('Bearer'), 'no header is stored');
   // The audit trail records the MCP call like any other.
   assert.equal(r.record.auditCount, 1);
 });
@@ -152,10 +155,22 @@ test('reload mid-approval, then approve: one tools/call; the card data survives 
   const r = await run(page, async (a) => {
     const agent = await window.openMcp(a);
     const pending = agent.pendingTools();
+    // The UI kit's card, from the stored message alone.
+    const { ApprovalCards } = await import('/pkg/ui/cards.js');
+    const cards = new ApprovalCards({ onDecide: async () => {} });
+    document.body.append(cards.el);
+    cards.update(agent.lastMessage());
+    const card = cards.el.querySelector('.gh-card');
+    const shown = { name: card.querySelector('.gh-card-name').textContent,
+      tech: card.querySelector('.gh-card-tech').textContent,
+      hints: card.querySelector('.gh-card-hints').textContent };
     const done = await agent.submitDecisions({ c1: 'approve' });
-    return { pending, done };
+    return { pending, done, shown };
   }, a);
   assert.equal(r.pending[0].parameters.mcp.destructiveHint, true);
+  assert.deepEqual(r.shown, { name: 'Delete a file', tech: 'files__delete_file',
+    hints: 'MCP tool "delete_file" of server "files". Hints from the server (not verified): ' +
+      'title "Delete a file", destructive, closed world.' });
   assert.equal(r.done.status, 'completed');
   assert.deepEqual(callsSince(from), [{ name: 'delete_file', arguments: { path: '/r' } }]);
 });
