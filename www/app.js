@@ -5,7 +5,7 @@
 import init, { Agent } from '../pkg/gatehouse.js';
 import { ChatView, h } from '../pkg/ui/index.js';
 import { tools, suggestions } from './tools.js';
-import { loadSettings, saveSettings, modelOptions, modelLabel, PROVIDERS } from './settings.js';
+import { loadSettings, saveSettings, mcpOptions, modelOptions, modelLabel, PROVIDERS } from './settings.js';
 
 const DATABASE = 'gatehouse-demo';
 const STORAGE = { kind: 'indexeddb', database: DATABASE };
@@ -67,6 +67,7 @@ async function openThread(threadId, { replace = false } = {}) {
       instructions: INSTRUCTIONS,
       tools,
       storage: STORAGE,
+      mcpServers: mcpOptions(state.settings),
     });
     if (state.threadId !== threadId) return; // switched again meanwhile
     state.agent = agent;
@@ -295,6 +296,8 @@ function openSettings() {
   $('remember-warning').hidden = !draft.rememberKey;
   $('settings-error').hidden = true;
   $('settings-save').disabled = state.busy;
+  form.mcpUrl.value = draft.mcp.url;
+  form.mcpToken.value = draft.mcp.token;
   fillRemote();
   settingsDialog.showModal();
 }
@@ -312,6 +315,12 @@ form.addEventListener('submit', async (e) => {
   e.preventDefault();
   readRemote();
   draft.rememberKey = form.rememberKey.checked;
+  draft.mcp = { url: form.mcpUrl.value.trim(), token: form.mcpToken.value.trim() };
+  if (draft.mcp.url && !/^https?:\/\//.test(draft.mcp.url)) {
+    $('settings-error').textContent = 'The MCP server URL must be an http(s) URL.';
+    $('settings-error').hidden = false;
+    return;
+  }
   if (draft.provider !== 'demo') {
     const p = draft[draft.provider];
     try {

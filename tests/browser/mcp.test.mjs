@@ -334,3 +334,21 @@ test('a listed tool whose name collides with an app tool is skipped with a warni
   const offered = (await sc.requests())[0].body.tools[0].function;
   assert.equal(offered.description, 'The files__read_file tool', 'the app\'s tool, not the server\'s');
 });
+
+test('mcpServers is checked like every option: unknown keys, names, duplicates are invalid_config', T, async (t) => {
+  const { page } = await h.open(t);
+  const r = await run(page, async (url) => {
+    const { gh } = window;
+    const open = (servers) => gh.error(() => gh.Agent.open({ threadId: 't', storage: { kind: 'memory' }, mcpServers: servers }));
+    return {
+      typo: await open([{ name: 'a', url, trustReadOnlyHints: true }]),
+      noUrl: await open([{ name: 'a' }]),
+      badName: await open([{ name: 'a__b', url }]),
+      twice: await open([{ name: 'a', url }, { name: 'a', url }]),
+      badHeaders: await open([{ name: 'a', url, headers: { x: 1 } }]),
+      badTools: await open([{ name: 'a', url, tools: 'read_file' }]),
+    };
+  }, mcp.url);
+  for (const [k, e] of Object.entries(r)) assert.equal(e?.code, 'invalid_config', `${k}: ${JSON.stringify(e)}`);
+  assert.match(r.typo.message, /trustReadOnlyHints/);
+});
