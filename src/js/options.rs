@@ -36,25 +36,9 @@ struct OpenParams {
     history_limit: Option<f64>,
     /// The `approvalTimeout` of tools that set none.
     approval_timeout: Option<f64>,
-    mcp_servers: Option<Vec<Strict<McpServerParams>>>,
-}
-
-/// One entry of `mcpServers` (docs/design.md, "MCP tools").
-#[derive(Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    expecting = "an MCP server object { name, url, headers, trustReadOnlyHint, tools }"
-)]
-struct McpServerParams {
-    name: String,
-    url: String,
-    /// Read as JSON, like `model.headers`.
+    /// Read as JSON (`mcp_servers`): a params struct would cost its own deserializer.
     #[serde(default, deserialize_with = "js_object")]
-    headers: Option<JsValue>,
-    trust_read_only_hint: Option<bool>,
-    /// Read as JSON: a `Vec<String>` field would cost its own deserializer.
-    #[serde(default, deserialize_with = "js_object")]
-    tools: Option<JsValue>,
+    mcp_servers: Option<JsValue>,
 }
 
 /// The parts of `model` that are not [`ModelParams`].
@@ -139,8 +123,8 @@ pub fn parse(options: JsValue) -> Result<OpenOptions, AgentError> {
     for Strict(t) in p.tools.unwrap_or_default() {
         o = o.tool(tool(t)?);
     }
-    for Strict(m) in p.mcp_servers.unwrap_or_default() {
-        o = o.mcp_server(mcp_server(m)?);
+    for m in mcp_servers(p.mcp_servers)? {
+        o = o.mcp_server(m);
     }
     if let Some(n) = p.max_steps {
         o = o.max_steps(at_least_one("maxSteps", n)?);
@@ -238,38 +222,65 @@ fn tool(t: ToolParams) -> Result<Tool, AgentError> {
     Ok(tool)
 }
 
-/// One entry of `mcpServers`: `headers` an object of strings, `tools` an array of names.
-fn mcp_server(m: McpServerParams) -> Result<McpServer, AgentError> {
-    let what = |k: &str, e: String| bad(format!("MCP server \"{}\": `{k}` {e}", m.name));
-    let json = |k: &str, v: &Option<JsValue>| -> Result<Value, AgentError> {
-        v.as_ref()
-            .map_or(Ok(Value::Null), json_value)
-            .map_err(|e| what(k, format!("is not JSON: {e}")))
+/// `mcpServers`: an array of `{ name, url, headers?, trustReadOnlyHint?, tools? }`, read as
+/// JSON and checked here (an unknown key is refused, like every option).
+fn mcp_servers(v: Option<JsValue>) -> Result<Vec<McpServer>, AgentError> {
+    const KEYS: [&str; 5] = ["name", "url", "headers", "trustReadOnlyHint", "tools"];
+    let v = v.map(|v| json_value(&v)).transpose();
+    let v = v.map_err(|e| bad(format!("`mcpServers` is not JSON: {e}")))?;
+    let servers = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(bad("`mcpServers` must be an array")),
     };
-    let mut server = McpServer::new(m.name.clone(), m.url.clone())
-        .trust_read_only_hint(m.trust_read_only_hint.unwrap_or(false));
-    match json("headers", &m.headers)? {
-        Value::Null => {}
-        Value::Object(h) => {
-            for (k, v) in &h {
-                let v = v
-                    .as_str()
-                    .ok_or_else(|| what("headers", "must hold strings".into()))?;
-                server = server.header(k, v);
+    let mut out = Vec::new();
+    for m in &servers {
+        let text = |k: &str| m.get(k).and_then(Value::as_str);
+        let name = text("name").unwrap_or_default();
+        let what = |e: &str| bad(format!("MCP server \"{name}\": {e}"));
+        let Some(o) = m.as_object() else {
+            return Err(bad(
+                "`mcpServers`: each server is an object { name, url, … }",
+            ));
+        };
+        if let Some(k) = o.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(what(&format!(
+                "unknown key `{k}` (known: {})",
+                KEYS.join(", ")
+            )));
+        }
+        let (Some(name), Some(url)) = (text("name"), text("url")) else {
+            return Err(what("`name` and `url` are required strings"));
+        };
+        let mut server = McpServer::new(name, url);
+        match m.get("trustReadOnlyHint") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(b)) => server = server.trust_read_only_hint(*b),
+            Some(_) => return Err(what("`trustReadOnlyHint` must be a boolean")),
+        }
+        match m.get("headers") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(h)) => {
+                for (k, v) in h {
+                    let v = v
+                        .as_str()
+                        .ok_or_else(|| what("`headers` must hold strings"))?;
+                    server = server.header(k, v);
+                }
             }
+            Some(_) => return Err(what("`headers` must be an object")),
         }
-        _ => return Err(what("headers", "must be an object".into())),
-    }
-    match json("tools", &m.tools)? {
-        Value::Null => {}
-        Value::Array(names) => {
-            let names: Option<Vec<&str>> = names.iter().map(Value::as_str).collect();
-            let names = names.ok_or_else(|| what("tools", "must be an array of names".into()))?;
-            server = server.tools(names);
+        match m.get("tools") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(names)) => {
+                let names: Option<Vec<&str>> = names.iter().map(Value::as_str).collect();
+                server = server.tools(names.ok_or_else(|| what("`tools` must be names"))?);
+            }
+            Some(_) => return Err(what("`tools` must be an array of names")),
         }
-        _ => return Err(what("tools", "must be an array of names".into())),
+        out.push(server);
     }
-    Ok(server)
+    Ok(out)
 }
 
 /// An `approvalTimeout`: whole milliseconds, at least 1, or `Infinity` (`Some(None)`: never,
