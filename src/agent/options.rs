@@ -217,6 +217,7 @@ impl McpServer {
             headers: Vec::new(),
             trust_read_only_hint: false,
             tools: None,
+            approval_timeout: None,
         })
     }
 
@@ -348,6 +349,9 @@ impl OpenOptions {
                 ));
             }
             t.spec.approval_timeout = t.approval_timeout.unwrap_or(self.approval_timeout);
+        }
+        for m in &mut self.mcp_servers {
+            m.approval_timeout = self.approval_timeout;
         }
         let cfg = &self.model.0;
         cfg.cfg.validate().map_err(|e| {

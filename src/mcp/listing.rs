@@ -112,6 +112,7 @@ fn spec(server: &McpServerConfig, t: &Value, own: &str, name: String) -> ToolSpe
     spec.shown = Value::Object(mcp);
     let trusted = server.trust_read_only_hint && hint("readOnlyHint") == Some(true);
     spec.require_approval = (!trusted).then_some(true);
+    spec.approval_timeout = server.approval_timeout;
     spec
 }
 
@@ -127,6 +128,7 @@ mod tests {
             headers: Vec::new(),
             trust_read_only_hint: trust,
             tools,
+            approval_timeout: Some(60_000),
         }
     }
 
@@ -157,6 +159,7 @@ mod tests {
         let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["files__read", "files__delete"]);
         assert!(specs.iter().all(|s| s.require_approval == Some(true)));
+        assert!(specs.iter().all(|s| s.approval_timeout == Some(60_000)));
         assert_eq!(skipped[0].tool, "bad_schema");
         let (specs, _) = select(&server(true, None), &tools, &[]);
         assert_eq!(specs[0].require_approval, None);

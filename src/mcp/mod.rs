@@ -26,6 +26,8 @@ pub struct McpServerConfig {
     pub trust_read_only_hint: bool,
     /// Only these of the server's tools (its own names); `None`: all of them.
     pub tools: Option<Vec<String>>,
+    /// The agent's default `approvalTimeout`, which its tools take (they set none).
+    pub approval_timeout: Option<u64>,
 }
 
 /// The separator of `<server>__<tool>`.
