@@ -238,12 +238,13 @@ test('list_changed: the next model request offers the new list', T, async (t) =>
   assert.equal(mcp.count('tools/list'), lists + 1);
 });
 
-test('unreachable server and 401: a tool error result and an mcp_error event; the thread goes on from the stored list', T, async (t) => {
+test('unreachable server, 401 and a CORS refusal: a tool error result and an mcp_error event; the thread goes on from the stored list', T, async (t) => {
   const page = await openPage(t);
   const sc = await h.scenario([
     { text: 'hi' },
     call(['u1', 'files__read_file', { path: '/u' }]), { text: 'Could not read it.' },
     call(['a1', 'files__read_file', { path: '/v' }]), { text: 'Not allowed.' },
+    call(['n1', 'files__read_file', { path: '/w' }]), { text: 'Refused.' },
   ]);
   const db = uid('db');
   // First opened with the right token: the list is stored with the thread's first write.
@@ -265,9 +266,13 @@ test('unreachable server and 401: a tool error result and an mcp_error event; th
     await agent.chat('read /v', { onEvent: ev.onEvent });
     out.done2 = await agent.submitDecisions({ a1: 'approve' }, { onEvent: ev.onEvent });
     out.events2 = ev.list.filter((e) => e.type === 'mcp_error' || e.type === 'tool_result');
-    out.messages = await agent.messages();
+    agent = await window.openMcp({ ...a, url: a.noCorsUrl, server: {} });
+    ev = gh.events();
+    await agent.chat('read /w', { onEvent: ev.onEvent });
+    out.done3 = await agent.submitDecisions({ n1: 'approve' }, { onEvent: ev.onEvent });
+    out.events3 = ev.list.filter((e) => e.type === 'mcp_error' || e.type === 'tool_result');
     return out;
-  }, { a: authed, dead }, 40_000);
+  }, { a: { ...authed, noCorsUrl: mcp.noCorsUrl }, dead }, 40_000);
   assert.equal(r.first.status, 'awaiting_approval', 'the stored list offered the tool');
   assert.equal(r.done1.status, 'completed');
   assert.equal(textOf(r.done1.message), 'Could not read it.');
@@ -280,6 +285,12 @@ test('unreachable server and 401: a tool error result and an mcp_error event; th
   const unauthorized = r.events2.filter((e) => e.type === 'mcp_error');
   assert.ok(unauthorized.length >= 1 && unauthorized.every((e) => e.code === 'unauthorized' && e.status === 401));
   assert.equal(r.events2.find((e) => e.type === 'tool_result').ok, false);
+  // A server that sends no CORS headers: the browser refuses it like an unreachable one.
+  assert.equal(r.done3.status, 'completed');
+  const refused = r.events3.filter((e) => e.type === 'mcp_error');
+  assert.ok(refused.length >= 1 && refused.every((e) => e.code === 'unreachable'));
+  assert.match(refused[0].message, /CORS/);
+  assert.equal(r.events3.find((e) => e.type === 'tool_result').ok, false);
   assert.deepEqual(callsSince(from), [], 'no call reached a tool');
 });
 

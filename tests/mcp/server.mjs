@@ -5,7 +5,8 @@
 // Every JSON-RPC message it receives is logged (`log`), so a test can count the `tools/call`s.
 //
 //   const mcp = await startMcpServer();   // mcp.url: the endpoint (/mcp); /auth/mcp wants
-//   mcp.log                               //   `authorization: Bearer <AUTH_TOKEN>`
+//   mcp.log                               //   `authorization: Bearer <AUTH_TOKEN>`;
+//                                         //   /nocors/mcp sends no CORS headers
 //   await mcp.restart()                   // same port, every session forgotten
 //   mcp.addTool('new_tool')               // registered on every session: list_changed
 //   await mcp.close()
@@ -75,14 +76,16 @@ export async function startMcpServer({ port = 0 } = {}) {
   let sessions = new Map(); // session id -> { transport, server }
 
   async function handle(req, res) {
-    cors(req, res);
-    if (req.method === 'OPTIONS') return res.writeHead(204).end();
     const url = new URL(req.url, 'http://x');
+    // /nocors/mcp: the same server without CORS headers, which a page may not call.
+    const nocors = url.pathname === '/nocors/mcp';
+    if (!nocors) cors(req, res);
+    if (req.method === 'OPTIONS') return res.writeHead(204).end();
     if (url.pathname === '/auth/mcp' && req.headers.authorization !== `Bearer ${AUTH_TOKEN}`) {
       return res.writeHead(401, { 'content-type': 'application/json' })
         .end(JSON.stringify({ error: 'unauthorized' }));
     }
-    if (url.pathname !== '/mcp' && url.pathname !== '/auth/mcp') return res.writeHead(404).end();
+    if (!['/mcp', '/auth/mcp', '/nocors/mcp'].includes(url.pathname)) return res.writeHead(404).end();
     const sid = req.headers['mcp-session-id'];
     const body = req.method === 'POST' ? await readJson(req) : undefined;
     let entry = sid ? sessions.get(sid) : undefined;
@@ -131,6 +134,7 @@ export async function startMcpServer({ port = 0 } = {}) {
   return {
     url: `${base}/mcp`,
     authUrl: `${base}/auth/mcp`,
+    noCorsUrl: `${base}/nocors/mcp`,
     log,
     count: (method) => log.filter((m) => m.method === method && !m.rejected).length,
     /** Same port, every session forgotten (a restarted server). */
