@@ -257,7 +257,11 @@ impl Client {
             let id = self.id();
             let body = mcp::request(id, method, params.clone());
             match self.post(Some(&conn), &body, Some(id), &link).await {
-                Err(McpError::SessionGone) => *self.conn.borrow_mut() = None,
+                Err(McpError::SessionGone) => {
+                    // A new session: the server may list other tools now.
+                    *self.conn.borrow_mut() = None;
+                    self.stale.set(true);
+                }
                 Err(e @ McpError::Aborted) => {
                     self.cancelled(&conn, id);
                     return Err(e);

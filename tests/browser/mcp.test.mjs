@@ -212,11 +212,13 @@ test('the server restarted (its session gone, 404): initialised again transparen
   const a = { model: sc.openai(), db: uid('db'), thread: 't', url: mcp.url };
   await run(page, async (a) => { await (await window.openMcp(a)).chat('go'); }, a);
   const inits = mcp.count('initialize');
+  const lists = mcp.count('tools/list');
   await mcp.restart();
   const from = mcp.log.length;
   const done = await run(page, async () => window.agent.submitDecisions({ s1: 'approve' }));
   assert.equal(done.status, 'completed');
   assert.equal(mcp.count('initialize'), inits + 1);
+  assert.equal(mcp.count('tools/list'), lists + 1, 'listed again on the new session');
   assert.deepEqual(callsSince(from), [{ name: 'delete_file', arguments: { path: '/s' } }]);
   const refused = mcp.log.slice(from).filter((m) => m.rejected).map((m) => m.method);
   assert.deepEqual(refused, ['tools/call'], 'the old session\'s request was refused, then sent once more');
