@@ -371,3 +371,15 @@ test('mcpServers is checked like every option: unknown keys, names, duplicates a
   for (const [k, e] of Object.entries(r)) assert.equal(e?.code, 'invalid_config', `${k}: ${JSON.stringify(e)}`);
   assert.match(r.typo.message, /trustReadOnlyHints/);
 });
+
+test('an agent keeps one GET stream per server open until it is disposed', T, async (t) => {
+  const own = await startMcpServer(); // its own server: the count is this test's alone
+  t.after(() => own.close());
+  const page = await openPage(t);
+  const sc = await h.scenario([{ text: 'hi' }]);
+  const a = { model: sc.openai(), db: uid('db'), thread: 't', url: own.url };
+  await run(page, async (a) => { await window.openMcp(a); }, a);
+  await until(() => own.openStreams() === 1);
+  await run(page, async () => { await window.agent.dispose(); });
+  await until(() => own.openStreams() === 0);
+});

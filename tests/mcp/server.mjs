@@ -73,6 +73,7 @@ function readJson(req) {
 export async function startMcpServer({ port = 0 } = {}) {
   const log = []; // { session, method, id, params } of every message received
   const extraTools = [];
+  let openStreams = 0; // GET streams (for server notifications) now open
   let sessions = new Map(); // session id -> { transport, server }
 
   async function handle(req, res) {
@@ -87,6 +88,10 @@ export async function startMcpServer({ port = 0 } = {}) {
     }
     if (!['/mcp', '/auth/mcp', '/nocors/mcp'].includes(url.pathname)) return res.writeHead(404).end();
     const sid = req.headers['mcp-session-id'];
+    if (req.method === 'GET') {
+      openStreams++;
+      res.on('close', () => { openStreams--; });
+    }
     const body = req.method === 'POST' ? await readJson(req) : undefined;
     let entry = sid ? sessions.get(sid) : undefined;
     // `rejected`: answered 404/400 here, never handed to the SDK (no tool ran).
@@ -136,6 +141,8 @@ export async function startMcpServer({ port = 0 } = {}) {
     authUrl: `${base}/auth/mcp`,
     noCorsUrl: `${base}/nocors/mcp`,
     log,
+    /** How many GET streams are open now. */
+    openStreams: () => openStreams,
     count: (method) => log.filter((m) => m.method === method && !m.rejected).length,
     /** Same port, every session forgotten (a restarted server). */
     async restart() {
