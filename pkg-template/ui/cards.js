@@ -6,10 +6,10 @@
 // - one card per entry of that message that HAS an `approval` field: the tool's label (or
 //   an MCP tool's title, or its name), an MCP tool's server and hints labelled as the
 //   server's (`parameters.mcp`, README "MCP tools"), its inputs (one row per argument,
-//   beside its schema `description`; the raw JSON a click away), the `approvalReason` when present, Approve and Deny (Deny takes an
-//   optional free-text reason, sent to the model verbatim), and Edit (approve with inputs the
-//   human changed, `["edit", inputs]`) — only the decisions the tool's `allowedDecisions`
-//   lists (default all three);
+//   beside its schema `description`; the raw JSON a click away), the `approvalReason` when
+//   present, Approve and Deny (Deny takes an optional free-text reason, sent to the model
+//   verbatim), and Edit (approve with inputs the human changed, `["edit", inputs]`) — only
+//   the decisions the tool's `allowedDecisions` lists (default all three);
 // - decided cards show their state and stay revisable (last write wins) until every gated
 //   entry is decided; each click is submitted at once as a partial submission;
 // - approvals are bare: no comment box on Approve;

@@ -61,8 +61,9 @@ pub struct ThreadRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_size: Option<RequestSize>,
     /// The MCP servers' tool lists the thread was last run with, `{ server: [tool] }` in the
-    /// servers' own JSON (docs/design.md, "MCP tools"). Bookkeeping like `requestSize`: absent in older records and in threads
-    /// without MCP servers; a release that does not know it drops it when it writes.
+    /// servers' own JSON (docs/design.md, "MCP tools"). Bookkeeping like `requestSize`:
+    /// absent in older records and in threads without MCP servers; a release that does not
+    /// know it drops it when it writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_tools: Option<serde_json::Value>,
 }
