@@ -1,7 +1,7 @@
 //! MCP tools, the pure part (docs/design.md, "MCP tools"): JSON-RPC messages of the Streamable
 //! HTTP transport, the server's tool list as tool definitions (`<server>__<tool>`, annotations
 //! as hints), and a `tools/call` result as the result the model sees. No I/O: the transport
-//! is `src/driver/mcp.rs`.
+//! is `src/driver/mcp/`.
 
 mod listing;
 mod rpc;
