@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
 .PHONY: test setup setup-build setup-browser setup-postgres test-server test-remote demo-remote test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
-	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate
+	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate test-mcp
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
 	test-node test-server test-remote test-browser-store test-browser test-demo test-package test-example \
@@ -114,6 +114,13 @@ test-browsers: pkg test-browser-store test-browser-store-engines test-demo-engin
 # The JS API end to end in headless Chromium against the local model server.
 test-browser: pkg
 	node tests/browser/run.mjs
+
+# Only the MCP scenarios (they also run in test-browser, test-browser-engines' core and
+# test-demo): the browser suite's and the demo's, against tests/mcp/server.mjs, the MCP
+# TypeScript SDK's server, which each test file starts and stops itself.
+test-mcp: pkg
+	node tests/browser/run.mjs tests/browser/mcp.test.mjs
+	node tests/demo/run.mjs mcp
 
 # The demo app, the widget and offline use, end to end.
 test-demo: pkg

@@ -69,6 +69,23 @@ pub enum Event<'a> {
     AwaitingDevice {
         message: Option<Cow<'a, Message>>,
     },
+    /// An MCP server could not be reached, refused a request (`status`: its HTTP status) or
+    /// broke the protocol. A call it concerns got a tool error result; the thread goes on.
+    McpError {
+        server: Cow<'a, str>,
+        /// `unreachable` (offline, CORS), `unauthorized` (401, 403), `http`, `timeout`,
+        /// `protocol`, `rpc` (a JSON-RPC error answer).
+        code: Cow<'a, str>,
+        message: Cow<'a, str>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+    },
+    /// Something left out that the app should know of: `mcp_tool_skipped` (a listed tool with
+    /// an invalid schema or name, or one whose name collides).
+    Warning {
+        code: Cow<'a, str>,
+        message: Cow<'a, str>,
+    },
 }
 
 /// The error of a `retry` event: the error's stable code, its message, and for a provider's

@@ -9,6 +9,7 @@
 
 pub mod engine;
 pub mod event;
+pub mod mcp;
 pub mod providers;
 pub mod schema;
 pub mod store;
@@ -26,8 +27,8 @@ mod js;
 // The Rust API (wasm only: it runs in the browser, like the JS one).
 #[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use agent::{
-    Agent, AgentState, EffectivePolicy, Input, Model, NeedsApproval, OpenOptions, Page, Status,
-    StopReason, Storage, Subscription, ToolError,
+    Agent, AgentState, EffectivePolicy, Input, McpServer, Model, NeedsApproval, OpenOptions, Page,
+    Status, StopReason, Storage, Subscription, ToolError,
 };
 #[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use driver::RunOptions;

@@ -349,6 +349,7 @@ fn the_store_keeps_the_trail_beside_the_thread() {
         status: ThreadStatus::Idle,
         audit: records.clone(),
         request_size: None,
+        mcp_tools: None,
     };
     let w = Writer::new("test-agent", false, false, 0.0);
     let r = store.commit("t", 0, &commit, &w, 1.0).unwrap();

@@ -270,6 +270,7 @@ fn the_record_keeps_the_size_of_the_newest_answers_request() {
         status: ThreadStatus::Idle,
         audit: Vec::new(),
         request_size,
+        mcp_tools: None,
     };
     let sent = RequestSize {
         answer: id(2).as_str().to_owned(),

@@ -1028,6 +1028,7 @@ fn merged_commits_rewrite_the_message_they_follow() {
         status: ThreadStatus::Interrupted,
         audit: vec![audit(1, None), audit(2, None)],
         request_size: None,
+        mcp_tools: None,
     };
     let next = Commit {
         replace_tail: Some(Message::user_text(MessageId::from_number(1), "a, edited")),
@@ -1037,6 +1038,7 @@ fn merged_commits_rewrite_the_message_they_follow() {
         status: ThreadStatus::AwaitingToolResults,
         audit: vec![audit(2, Some(AuditOutcome::Ok)), audit(3, None)],
         request_size: None,
+        mcp_tools: None,
     };
     let c = base.then(next);
     // One put per record, the later version of a record replacing the earlier.

@@ -60,6 +60,18 @@ fn examples() -> Vec<Event<'static>> {
                 status: Some(529),
             },
         },
+        Event::McpError {
+            server: "github".into(),
+            code: "unauthorized".into(),
+            message: "The MCP server \"github\" refused the credentials (HTTP 401)".into(),
+            status: Some(401),
+        },
+        Event::Warning {
+            code: "mcp_tool_skipped".into(),
+            message: "The MCP server \"github\" lists the tool \"x\", left out: its \
+                inputSchema is not an object schema"
+                .into(),
+        },
         Event::Completed {
             message: Some(Cow::Owned(answer)),
         },

@@ -5,8 +5,8 @@
 #![cfg(target_arch = "wasm32")]
 
 use gatehouse_agent::{
-    Agent, AgentError, AgentStatus, Decision, Model, OpenOptions, Page, Status, Storage, Tool,
-    ToolError,
+    Agent, AgentError, AgentStatus, Decision, Input, McpServer, Model, OpenOptions, Page,
+    RunOptions, Status, Storage, Tool, ToolError,
 };
 use serde_json::{Value, json};
 use std::cell::RefCell;
@@ -270,4 +270,55 @@ async fn an_external_tool_waits_for_its_result_and_a_policy_decides_what_asks() 
     assert_eq!(state.status, Status::Completed);
     let state = agent.chat("delete /home/me/notes.txt").await.unwrap();
     assert_eq!(state.status, Status::AwaitingApproval);
+}
+
+/// MCP servers in `OpenOptions` (docs/design.md, "MCP tools"): checked like every option; an
+/// unreachable server does not fail `Agent::open`, offers no tools, and is reported to the
+/// next run's listener as an `mcp_error` event.
+#[wasm_bindgen_test]
+async fn an_mcp_server_is_checked_and_an_unreachable_one_is_an_event_not_a_failure() {
+    let storage = Storage::memory(&unique("db"));
+    let url = "http://127.0.0.1:9/mcp"; // nothing listens on the discard port
+    let with = |server: McpServer| OpenOptions::new(unique("m")).mcp_server(server);
+    let open = |o: OpenOptions| async move { Agent::open(o).await.map(|_| ()).unwrap_err() };
+    assert_eq!(
+        open(with(McpServer::new("a__b", url))).await.code(),
+        "invalid_config"
+    );
+    assert_eq!(
+        open(with(McpServer::new("a", " "))).await.code(),
+        "invalid_config"
+    );
+    let twice = with(McpServer::new("a", url)).mcp_server(McpServer::new("a", url));
+    assert_eq!(open(twice).await.code(), "invalid_config");
+
+    let agent = Agent::open(
+        with(McpServer::new("files", url).header("authorization", "Bearer x")).storage(storage),
+    )
+    .await
+    .unwrap();
+    assert!(
+        agent.tool_policies().is_empty(),
+        "no tools from a server never listed"
+    );
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let log = seen.clone();
+    let opts = RunOptions::new().on_event(move |e| log.borrow_mut().push(json!(e)));
+    let state = agent
+        .run(Input::Message("hello".into()), &opts)
+        .await
+        .unwrap();
+    assert_eq!(state.status, Status::Completed);
+    let errors: Vec<Value> = seen
+        .borrow()
+        .iter()
+        .filter(|e| e["type"] == "mcp_error")
+        .cloned()
+        .collect();
+    assert!(!errors.is_empty(), "{:?}", seen.borrow());
+    assert!(
+        errors
+            .iter()
+            .all(|e| e["server"] == "files" && e["code"] == "unreachable")
+    );
 }

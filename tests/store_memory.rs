@@ -33,6 +33,7 @@ fn databases_are_kept_by_name_until_dropped() {
         status: ThreadStatus::Idle,
         audit: Vec::new(),
         request_size: None,
+        mcp_tools: None,
     };
     let w = Writer::new("test-agent", false, false, 0.0);
     MemoryStore::open("kept-a")

@@ -25,6 +25,7 @@ fn append(n: u64) -> Commit {
         status: ThreadStatus::Idle,
         audit: Vec::new(),
         request_size: None,
+        mcp_tools: None,
     }
 }
 

@@ -5,7 +5,7 @@
 import init, { Agent } from '../pkg/gatehouse.js';
 import { ChatView, h } from '../pkg/ui/index.js';
 import { tools, suggestions } from './tools.js';
-import { loadSettings, saveSettings, modelOptions, modelLabel, PROVIDERS } from './settings.js';
+import { loadSettings, saveSettings, mcpOptions, modelOptions, modelLabel, PROVIDERS } from './settings.js';
 
 const DATABASE = 'gatehouse-demo';
 // `make demo-remote` (scripts/serve-demo.sh --remote): threads in Postgres behind the store
@@ -76,6 +76,7 @@ async function openThread(threadId, { replace = false } = {}) {
       instructions: INSTRUCTIONS,
       tools,
       storage: STORAGE,
+      mcpServers: mcpOptions(state.settings),
     });
     if (state.threadId !== threadId) return; // switched again meanwhile
     state.agent = agent;
@@ -305,6 +306,8 @@ function openSettings() {
   $('remember-warning').hidden = !draft.rememberKey;
   $('settings-error').hidden = true;
   $('settings-save').disabled = state.busy;
+  form.mcpUrl.value = draft.mcp.url;
+  form.mcpToken.value = draft.mcp.token;
   fillRemote();
   settingsDialog.showModal();
 }
@@ -322,6 +325,12 @@ form.addEventListener('submit', async (e) => {
   e.preventDefault();
   readRemote();
   draft.rememberKey = form.rememberKey.checked;
+  draft.mcp = { url: form.mcpUrl.value.trim(), token: form.mcpToken.value.trim() };
+  if (draft.mcp.url && !/^https?:\/\//.test(draft.mcp.url)) {
+    $('settings-error').textContent = 'The MCP server URL must be an http(s) URL.';
+    $('settings-error').hidden = false;
+    return;
+  }
   if (draft.provider !== 'demo') {
     const p = draft[draft.provider];
     try {

@@ -19,6 +19,7 @@ export const PROVIDERS = {
 };
 
 const memoryKeys = { openai: '', anthropic: '' };
+let mcpToken = ''; // the MCP server's bearer token: memory only
 
 function read(key) {
   try {
@@ -35,6 +36,7 @@ export function loadSettings() {
   const out = {
     provider: PROVIDERS[s.provider] ? s.provider : 'demo',
     rememberKey: !!s.rememberKey,
+    mcp: { url: typeof s.mcp?.url === 'string' ? s.mcp.url : '', token: mcpToken },
   };
   for (const p of ['openai', 'anthropic']) {
     out[p] = {
@@ -47,7 +49,8 @@ export function loadSettings() {
 }
 
 export function saveSettings(s) {
-  const plain = { provider: s.provider, rememberKey: !!s.rememberKey };
+  const plain = { provider: s.provider, rememberKey: !!s.rememberKey, mcp: { url: s.mcp.url.trim() } };
+  mcpToken = s.mcp.token || '';
   for (const p of ['openai', 'anthropic']) {
     plain[p] = { baseUrl: s[p].baseUrl.trim(), model: s[p].model.trim() };
     memoryKeys[p] = s[p].apiKey || '';
@@ -67,6 +70,14 @@ export function modelOptions(s) {
   const o = { provider: s.provider, baseUrl: p.baseUrl, model: p.model, maxRetries: 2 };
   if (p.apiKey) o.apiKey = p.apiKey;
   return o;
+}
+
+/** The `mcpServers` option for `Agent.open`: the one server of the settings, if any. */
+export function mcpOptions(s) {
+  if (!s.mcp.url) return [];
+  const server = { name: 'mcp', url: s.mcp.url };
+  if (s.mcp.token) server.headers = { authorization: `Bearer ${s.mcp.token}` };
+  return [server];
 }
 
 /** A short label for the header, e.g. "Demo model · offline" or "OpenAI-compatible · gpt-4o-mini". */

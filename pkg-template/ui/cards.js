@@ -4,11 +4,12 @@
 // - the UI only looks at the LAST message of the thread; it is suspended when its
 //   `type === "tool_call"` and some entry has `approval === "pending"`;
 // - one card per entry of that message that HAS an `approval` field: the tool's label (or
-//   name), its inputs (one row per argument, beside its schema `description`; the raw JSON a
-//   click away), the `approvalReason` when present, Approve and Deny (Deny takes an
-//   optional free-text reason, sent to the model verbatim), and Edit (approve with inputs the
-//   human changed, `["edit", inputs]`) — only the decisions the tool's `allowedDecisions`
-//   lists (default all three);
+//   an MCP tool's title, or its name), an MCP tool's server and hints labelled as the
+//   server's (`parameters.mcp`, README "MCP tools"), its inputs (one row per argument,
+//   beside its schema `description`; the raw JSON a click away), the `approvalReason` when
+//   present, Approve and Deny (Deny takes an optional free-text reason, sent to the model
+//   verbatim), and Edit (approve with inputs the human changed, `["edit", inputs]`) — only
+//   the decisions the tool's `allowedDecisions` lists (default all three);
 // - decided cards show their state and stay revisable (last write wins) until every gated
 //   entry is decided; each click is submitted at once as a partial submission;
 // - approvals are bare: no comment box on Approve;
@@ -65,6 +66,25 @@ export function h(tag, props = {}, ...children) {
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
   return el;
+}
+
+/** An MCP tool's hints (`parameters.mcp`: README "MCP tools"), or null for other tools. */
+export function mcpHints(entry) {
+  const m = entry?.parameters?.mcp;
+  return m && typeof m === 'object' && typeof m.server === 'string' ? m : null;
+}
+
+/** The hints as one line, labelled as the server's word, not a fact. */
+export function hintText(m) {
+  const said = [];
+  if (m.title) said.push(`title "${m.title}"`);
+  if (m.readOnlyHint === true) said.push('read-only');
+  if (m.destructiveHint === true) said.push('destructive');
+  if (m.destructiveHint === false) said.push('not destructive');
+  if (m.openWorldHint === true) said.push('reaches the outside world');
+  if (m.openWorldHint === false) said.push('closed world');
+  const hints = said.length ? `: ${said.join(', ')}` : ': no hints';
+  return `MCP tool "${m.tool}" of server "${m.server}". Hints from the server (not verified)${hints}.`;
 }
 
 const STATE_TEXT = { pending: 'Waiting for you', approved: 'Approved', rejected: 'Denied', expired: 'Expired, not run' };
@@ -250,6 +270,7 @@ export class ApprovalCards {
     parts.tech = h('span', { class: 'gh-card-tech' });
     parts.badge = h('span', { class: 'gh-badge' });
     parts.reason = h('p', { class: 'gh-card-reason' });
+    parts.hints = h('p', { class: 'gh-card-hints' });
     parts.inputs = h('pre', { class: 'gh-card-inputs', tabindex: '0', 'aria-label': 'Inputs as JSON' });
     parts.args = h('dl', { class: 'gh-card-args' });
     parts.raw = h('details', { class: 'gh-card-raw' }, h('summary', {}, 'Raw JSON'), parts.inputs);
@@ -329,6 +350,7 @@ export class ApprovalCards {
     const el = h('article', { class: 'gh-card', dataset: { callId: entry.callId } },
       h('header', { class: 'gh-card-head' }, h('div', { class: 'gh-card-titles' }, parts.name, parts.tech), parts.badge),
       parts.reason,
+      parts.hints,
       parts.args,
       parts.raw,
       parts.proposed,
@@ -364,8 +386,12 @@ export class ApprovalCards {
       }
       return;
     }
-    p.name.textContent = this.labels[entry.name] || entry.name;
-    p.tech.textContent = this.labels[entry.name] && this.labels[entry.name] !== entry.name ? entry.name : '';
+    const mcp = mcpHints(entry);
+    const label = this.labels[entry.name] || mcp?.title || entry.name;
+    p.name.textContent = label;
+    p.tech.textContent = label !== entry.name ? entry.name : '';
+    p.hints.textContent = mcp ? hintText(mcp) : '';
+    p.hints.hidden = !mcp;
     const edited = state === 'approved' && entry.proposedInputs !== undefined;
     p.badge.textContent = card.saving ? 'Saving…' : edited ? 'Approved, edited' : STATE_TEXT[state] ?? state;
     p.badge.dataset.state = card.saving ? 'saving' : state;

@@ -4,7 +4,7 @@
 mod options;
 mod tool;
 
-pub use options::{Model, OpenOptions, Storage};
+pub use options::{McpServer, Model, OpenOptions, Storage};
 pub use tool::{NeedsApproval, ToolError};
 
 use crate::driver::changes;
@@ -138,6 +138,7 @@ impl Agent {
             tools: o.tools,
             config,
             history_limit: o.history_limit,
+            mcp: o.mcp_servers,
         })
         .await?;
         Ok(Agent { s })

@@ -9,6 +9,7 @@ use crate::driver::store::{RemoteAt, StorageKind};
 use crate::driver::tools::Tool;
 use crate::engine::{EngineConfig, ModelOutput, check_tool_name};
 use crate::event::Event;
+use crate::mcp::{McpServerConfig, check_server_name};
 use crate::providers::{ModelConfig, ProviderError, ProviderKind, RetryPolicy};
 use std::future::Future;
 use std::rc::Rc;
@@ -220,6 +221,44 @@ pub struct OpenOptions {
     pub(crate) max_steps: Option<u32>,
     pub(crate) history_limit: Option<u32>,
     pub(crate) approval_timeout: Option<u64>,
+    pub(crate) mcp_servers: Vec<McpServerConfig>,
+}
+
+/// An MCP server whose tools the agent offers as `<name>__<tool>`, each asking a human
+/// first (docs/design.md, "MCP tools").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer(pub(crate) McpServerConfig);
+
+impl McpServer {
+    /// The server `name` (the tools' prefix) at its Streamable HTTP endpoint `url`.
+    pub fn new(name: impl Into<String>, url: impl Into<String>) -> McpServer {
+        McpServer(McpServerConfig {
+            name: name.into(),
+            url: url.into(),
+            headers: Vec::new(),
+            trust_read_only_hint: false,
+            tools: None,
+            approval_timeout: None,
+        })
+    }
+
+    /// A header sent with every request (e.g. `authorization`); never stored.
+    pub fn header(mut self, name: &str, value: &str) -> McpServer {
+        self.0.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Tools the server annotates `readOnlyHint: true` run without asking.
+    pub fn trust_read_only_hint(mut self, yes: bool) -> McpServer {
+        self.0.trust_read_only_hint = yes;
+        self
+    }
+
+    /// Only these of the server's tools (its own names).
+    pub fn tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> McpServer {
+        self.0.tools = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
 }
 
 impl OpenOptions {
@@ -235,7 +274,14 @@ impl OpenOptions {
             max_steps: None,
             history_limit: None,
             approval_timeout: None,
+            mcp_servers: Vec::new(),
         }
+    }
+
+    /// An MCP server whose tools the agent offers (listed when the agent opens).
+    pub fn mcp_server(mut self, server: McpServer) -> OpenOptions {
+        self.mcp_servers.push(server.0);
+        self
     }
 
     /// The model (default: the offline demo model; on a remote thread, none: a device that
@@ -298,6 +344,15 @@ impl OpenOptions {
                 return bad(format!("two tools are named \"{}\"", t.spec.name));
             }
         }
+        for (i, m) in self.mcp_servers.iter().enumerate() {
+            check_server_name(&m.name).map_err(AgentError::InvalidConfig)?;
+            if self.mcp_servers[..i].iter().any(|x| x.name == m.name) {
+                return bad(format!("two MCP servers are named \"{}\"", m.name));
+            }
+            if m.url.trim().is_empty() {
+                return bad(format!("MCP server \"{}\": `url` is required", m.name));
+            }
+        }
         let mut config = EngineConfig::default();
         // A remote thread is shared with other devices: what this one lacks, another may
         // have (docs/design.md, "Across devices").
@@ -322,6 +377,9 @@ impl OpenOptions {
                 ));
             }
             t.spec.approval_timeout = t.approval_timeout.unwrap_or(self.approval_timeout);
+        }
+        for m in &mut self.mcp_servers {
+            m.approval_timeout = self.approval_timeout;
         }
         let cfg = &self.model.0;
         cfg.cfg.validate().map_err(|e| {

@@ -13,6 +13,12 @@ pub struct Emitter {
     listener: Option<EventListener>,
 }
 
+impl std::fmt::Debug for Emitter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Emitter")
+    }
+}
+
 impl Emitter {
     pub fn new(listener: Option<EventListener>) -> Self {
         Emitter { listener }

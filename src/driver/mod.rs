@@ -12,6 +12,7 @@ pub mod fetch;
 pub mod history;
 pub mod live;
 pub mod locks;
+pub mod mcp;
 pub mod model;
 pub mod outbox;
 pub mod store;
@@ -89,6 +90,8 @@ pub struct Session {
     live: live::Live,
     /// Fires at the view's earliest approval deadline (`expiry`).
     expiry: expiry::Timer,
+    /// The MCP servers and their tools (the last of `tools`), if any (`mcp`).
+    mcp: Option<Rc<mcp::McpTools>>,
 }
 
 pub type Shared = Rc<RefCell<Session>>;
@@ -127,6 +130,7 @@ pub struct Setup {
     pub tools: Vec<Tool>,
     pub config: EngineConfig,
     pub history_limit: Option<u32>,
+    pub mcp: Vec<crate::mcp::McpServerConfig>,
 }
 
 pub(crate) fn now() -> f64 {
@@ -141,6 +145,12 @@ pub async fn run(
     input: Input,
     opts: &RunOptions,
 ) -> Result<Option<Outcome>, AgentError> {
+    let mcp = s.borrow().mcp.clone();
+    if let Some(m) = mcp.filter(|_| opts.events.enabled()) {
+        for e in m.owed() {
+            opts.events.emit(&e);
+        }
+    }
     match input {
         Input::Decisions(decisions) => {
             let result = run_input(s, Input::Decisions(decisions.clone()), opts).await;

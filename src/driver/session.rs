@@ -9,7 +9,19 @@ use super::*;
 /// is read again.
 pub async fn open(o: Setup) -> Result<Shared, AgentError> {
     let snap = o.store.load(&o.thread_id, now()).await?;
-    let specs = o.tools.iter().map(|t| t.spec.clone()).collect();
+    let mut tools = o.tools;
+    let mcp = match o.mcp.is_empty() {
+        true => None,
+        false => Some(Rc::new(
+            mcp::McpTools::open(o.mcp, snap.record.mcp_tools.as_ref()).await,
+        )),
+    };
+    if let Some(m) = &mcp {
+        let taken: Vec<&str> = tools.iter().map(Tool::name).collect();
+        let more = m.tools(&taken, None);
+        tools.extend(more);
+    }
+    let specs = tools.iter().map(|t| t.spec.clone()).collect();
     let machine = (js_sys::Math::random() * 1024.0) as u64;
     let engine = Engine::new(ToolSet::new(specs), o.config, snap.state(), machine);
     let lock = locks::lock_name(o.store.name(), &o.thread_id);
@@ -28,7 +40,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         message_count: snap.record.message_count,
         model: o.model,
         instructions: o.instructions,
-        tools: o.tools,
+        tools,
         history_limit: o.history_limit,
         history: None,
         request_size: snap.record.request_size.clone(),
@@ -40,6 +52,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         retry_queued: false,
         live: live::Live::default(),
         expiry: expiry::Timer::default(),
+        mcp,
     }));
     session.borrow_mut().expiry = expiry::Timer::new(Rc::downgrade(&session));
     let name = session.borrow().lock.clone();

@@ -44,6 +44,7 @@ pub(super) async fn drive(
                     s.borrow_mut().engine.model_failed();
                     return Err(AgentError::Aborted);
                 }
+                boxed(mcp::refresh(s, ev)).await;
                 let (handle, instructions, defs) = {
                     let g = s.borrow();
                     (g.model.clone(), g.instructions.clone(), tool_defs(&g))
@@ -131,6 +132,7 @@ pub(super) async fn drive(
                             &thread,
                             &inv.inputs,
                             opts.signal.as_ref(),
+                            ev,
                         ))
                         .await
                         {
@@ -191,6 +193,8 @@ pub(super) async fn persist(
         .history
         .as_mut()
         .and_then(|h| h.answered(&commit.append));
+    let mcp = s.borrow().mcp.clone();
+    commit.mcp_tools = mcp.as_ref().and_then(|m| m.unsaved());
     let mut first = store.commit(&thread, version, &commit, writer, now()).await;
     if matches!(first, Err(StoreError::Quota(_))) && commit.shrink_results(UNSTORABLE_RESULT_LEN) {
         s.borrow_mut().engine.shrink_results(UNSTORABLE_RESULT_LEN);
@@ -228,6 +232,9 @@ pub(super) async fn persist(
             Ok(())
         }
         Err(e) => {
+            if let (Some(m), Some(_)) = (&mcp, &commit.mcp_tools) {
+                m.unsave();
+            }
             // The stored thread is the truth: take it, so the next call works on fresh state.
             let _ = reload(s).await;
             let refusal = matches!(e, StoreError::Conflict { .. } | StoreError::Owned { .. });

@@ -3,6 +3,7 @@
 //! that is aborted does not wait for a tool or a policy that ignores the abort.
 
 use super::abort;
+use super::events::Emitter;
 use crate::engine::{PolicyVerdict, ToolSpec};
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -21,6 +22,8 @@ pub struct ToolContext {
     pub thread_id: String,
     /// Aborted when the run is (an executor should stop; the policy is never given one).
     pub signal: Option<AbortSignal>,
+    /// The run's listener (an MCP tool reports `mcp_error` events through it).
+    pub(crate) events: Emitter,
 }
 
 /// Runs a call: its inputs, its context; `Err` is the message the model sees as a
@@ -83,6 +86,7 @@ pub async fn execute(
     thread_id: &str,
     inputs: &Map<String, Value>,
     signal: Option<&AbortSignal>,
+    events: &Emitter,
 ) -> Execution {
     let Some(f) = &tool.execute else {
         return Execution::Settled(Err(format!(
@@ -94,6 +98,7 @@ pub async fn execute(
         call_id: call_id.to_owned(),
         thread_id: thread_id.to_owned(),
         signal: signal.cloned(),
+        events: events.clone(),
     };
     let mut running = f(Value::Object(inputs.clone()), ctx);
     match signal {
@@ -128,6 +133,7 @@ pub async fn verdict(
         call_id: call_id.to_owned(),
         thread_id: thread_id.to_owned(),
         signal: None,
+        events: Emitter::default(),
     };
     let mut asking = f(Value::Object(inputs.clone()), ctx);
     match signal {

@@ -173,6 +173,12 @@ impl Engine {
         &self.tools
     }
 
+    /// Replaces the agent's tools (an MCP server's list changed: docs/design.md, "MCP
+    /// tools"). Calls already in the thread keep their entries; new ones are gated by these.
+    pub fn set_tools(&mut self, tools: ToolSet) {
+        self.tools = tools;
+    }
+
     pub fn tail(&self) -> Option<&Message> {
         self.state.tail.as_ref()
     }
@@ -364,6 +370,7 @@ impl Engine {
             status,
             audit,
             request_size: None,
+            mcp_tools: None,
         }));
     }
 

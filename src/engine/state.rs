@@ -219,6 +219,9 @@ pub struct Commit {
     /// request, fills it in.
     #[serde(default)]
     pub request_size: Option<RequestSize>,
+    /// The MCP tool lists to store in the record when they changed (docs/design.md, "MCP
+    /// tools"). The engine leaves it `None`; the driver, which lists them, fills it in.
+    pub mcp_tools: Option<serde_json::Value>,
 }
 
 impl Commit {
@@ -239,6 +242,7 @@ impl Commit {
             .retain(|a| next.audit.iter().all(|b| b.seq != a.seq));
         self.audit.extend(next.audit);
         self.request_size = next.request_size.or(self.request_size);
+        self.mcp_tools = next.mcp_tools.or(self.mcp_tools);
         self
     }
 }

@@ -36,6 +36,9 @@ pub struct ToolSpec {
     /// Why its calls ask a human, shown as the entry's `approvalReason` when neither a policy
     /// string nor a re-gate gives one (the tool's `approvalReason`).
     pub approval_reason: Option<String>,
+    /// What the entry's `parameters` shows instead of `extra` when not `Null`: an MCP tool's
+    /// server and hints (docs/design.md, "MCP tools"); never sent to the model.
+    pub shown: Value,
 }
 
 impl ToolSpec {
@@ -55,6 +58,7 @@ impl ToolSpec {
             allowed_decisions: AllowedDecisions::default(),
             approval_timeout: None,
             approval_reason: None,
+            shown: Value::Null,
         }
     }
 }

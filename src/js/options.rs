@@ -2,7 +2,7 @@
 //! model, `{ signal, onEvent }` of the run methods, `storage` of the static helpers, and the
 //! bodies of `handle`, `messages` and `setToolPolicy`.
 
-use crate::agent::{Model, OpenOptions, Storage};
+use crate::agent::{McpServer, Model, OpenOptions, Storage};
 use crate::convert::{from_js, js_object, json_value};
 use crate::driver::RunOptions;
 use crate::driver::error::AgentError;
@@ -36,6 +36,9 @@ struct OpenParams {
     history_limit: Option<f64>,
     /// The `approvalTimeout` of tools that set none.
     approval_timeout: Option<f64>,
+    /// Read as JSON (`mcp_servers`): a params struct would cost its own deserializer.
+    #[serde(default, deserialize_with = "js_object")]
+    mcp_servers: Option<JsValue>,
 }
 
 /// The parts of `model` that are not [`ModelParams`].
@@ -126,6 +129,9 @@ pub fn parse(options: JsValue) -> Result<OpenOptions, AgentError> {
     }
     for Strict(t) in p.tools.unwrap_or_default() {
         o = o.tool(tool(t)?);
+    }
+    for m in mcp_servers(p.mcp_servers)? {
+        o = o.mcp_server(m);
     }
     if let Some(n) = p.max_steps {
         o = o.max_steps(at_least_one("maxSteps", n)?);
@@ -221,6 +227,67 @@ fn tool(t: ToolParams) -> Result<Tool, AgentError> {
     );
     tool.approval_timeout = timeout;
     Ok(tool)
+}
+
+/// `mcpServers`: an array of `{ name, url, headers?, trustReadOnlyHint?, tools? }`, read as
+/// JSON and checked here (an unknown key is refused, like every option).
+fn mcp_servers(v: Option<JsValue>) -> Result<Vec<McpServer>, AgentError> {
+    const KEYS: [&str; 5] = ["name", "url", "headers", "trustReadOnlyHint", "tools"];
+    let v = v.map(|v| json_value(&v)).transpose();
+    let v = v.map_err(|e| bad(format!("`mcpServers` is not JSON: {e}")))?;
+    let servers = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(bad("`mcpServers` must be an array")),
+    };
+    let mut out = Vec::new();
+    for m in &servers {
+        let text = |k: &str| m.get(k).and_then(Value::as_str);
+        let name = text("name").unwrap_or_default();
+        let what = |e: &str| bad(format!("MCP server \"{name}\": {e}"));
+        let Some(o) = m.as_object() else {
+            return Err(bad(
+                "`mcpServers`: each server is an object { name, url, … }",
+            ));
+        };
+        if let Some(k) = o.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(what(&format!(
+                "unknown key `{k}` (known: {})",
+                KEYS.join(", ")
+            )));
+        }
+        let (Some(name), Some(url)) = (text("name"), text("url")) else {
+            return Err(what("`name` and `url` are required strings"));
+        };
+        let mut server = McpServer::new(name, url);
+        match m.get("trustReadOnlyHint") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(b)) => server = server.trust_read_only_hint(*b),
+            Some(_) => return Err(what("`trustReadOnlyHint` must be a boolean")),
+        }
+        match m.get("headers") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(h)) => {
+                for (k, v) in h {
+                    let v = v
+                        .as_str()
+                        .ok_or_else(|| what("`headers` must hold strings"))?;
+                    server = server.header(k, v);
+                }
+            }
+            Some(_) => return Err(what("`headers` must be an object")),
+        }
+        match m.get("tools") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(names)) => {
+                let names: Option<Vec<&str>> = names.iter().map(Value::as_str).collect();
+                server = server.tools(names.ok_or_else(|| what("`tools` must be names"))?);
+            }
+            Some(_) => return Err(what("`tools` must be an array of names")),
+        }
+        out.push(server);
+    }
+    Ok(out)
 }
 
 /// An `approvalTimeout`: whole milliseconds, at least 1, or `Infinity` (`Some(None)`: never,

@@ -166,6 +166,28 @@ export interface AgentOptions {
   historyLimit?: number;
   /** The `approvalTimeout` (ms) of every tool that sets none. */
   approvalTimeout?: number;
+  /** MCP servers whose tools are offered as `<name>__<tool>`, each asking first. */
+  mcpServers?: McpServerOptions[];
+}
+
+/** An MCP server (Streamable HTTP). It must allow this page's origin with CORS and expose
+ *  `Mcp-Session-Id` (README, "MCP tools"). */
+export interface McpServerOptions {
+  /** The tools' prefix: 1 to 32 of a-z, A-Z, 0-9, _ or -, without "__". */
+  name: string;
+  url: string;
+  /** Sent with every request (e.g. `authorization`); kept in memory, never stored. */
+  headers?: Record<string, string>;
+  /** `true`: tools the server annotates `readOnlyHint: true` run without asking. */
+  trustReadOnlyHint?: boolean;
+  /** Only these of the server's tools (its own names). */
+  tools?: string[];
+}
+
+/** What an MCP tool's entry shows under `parameters.mcp`: hints from the server, not checked. */
+export interface McpToolHints {
+  server: string; tool: string; title?: string;
+  readOnlyHint?: boolean; destructiveHint?: boolean; openWorldHint?: boolean;
 }
 
 /** What `onEvent` receives. Mirrors the Rust `Event` enum (src/event.rs): `make test-types`
@@ -180,6 +202,10 @@ export type AgentEvent =
   | { type: "retry"; attempt: number; delayMs: number;
       /** `status`: the HTTP status of a provider's error (429: rate limited). */
       error: { code: string; message: string; status?: number } }
+  | { type: "mcp_error"; server: string;
+      code: "unreachable" | "unauthorized" | "http" | "timeout" | "protocol" | "rpc" | "aborted";
+      message: string; status?: number }
+  | { type: "warning"; code: "mcp_tool_skipped"; message: string }
   | { type: "completed" | "awaiting_approval" | "awaiting_tool_results" | "awaiting_device";
       message: Message | null };
 

@@ -65,6 +65,12 @@ pub struct ThreadRecord {
     /// devices"). Never part of a record a store plans or a handler keeps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outbox: Vec<Queued>,
+    /// The MCP servers' tool lists the thread was last run with, `{ server: [tool] }` in the
+    /// servers' own JSON (docs/design.md, "MCP tools"). Bookkeeping like `requestSize`:
+    /// absent in older records and in threads without MCP servers; a release that does not
+    /// know it drops it when it writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tools: Option<serde_json::Value>,
 }
 
 /// An input waiting in a remote thread's outbox. Externally tagged (`{"message": {…}}`): an
@@ -106,6 +112,7 @@ impl ThreadRecord {
             audit_count: 0,
             request_size: None,
             outbox: Vec::new(),
+            mcp_tools: None,
         }
     }
 
@@ -332,6 +339,9 @@ pub fn plan_commit(
     record.lease = writer.lease.clone();
     if commit.request_size.is_some() {
         record.request_size = commit.request_size.clone();
+    }
+    if commit.mcp_tools.is_some() {
+        record.mcp_tools = commit.mcp_tools.clone();
     }
     let mut audit = Vec::with_capacity(commit.audit.len());
     for a in &commit.audit {

@@ -35,7 +35,8 @@ const FILE_TIMEOUT_S = Math.max(120, STRESS.budgetSeconds + 30);
  * The core scenarios: file and test-name pattern (anchored, so they select nothing else in
  * these files). What an app relies on in every engine: init; streaming; gating, approve and
  * reject; reload mid-approval; two tabs on one thread, and a tab that finds another running
- * the thread's tool; errors compared by `code`; the multi-tab stress test.
+ * the thread's tool; errors compared by `code`; the multi-tab stress test; MCP tools listed,
+ * gated and called once, after a reload and from two tabs.
  */
 const CORE = [
   ['package.test.mjs', '^pkg/ as built initialises'],
@@ -48,6 +49,7 @@ const CORE = [
   ['providers.test.mjs', '^an unreachable model server: network error'], // each engine words it differently
   ['stress.test.mjs', ' on one thread with(out)? Web Locks'],
   ['status-while-running.test.mjs', '^status\\(\\) is "running" in the agent that runs it'],
+  ['mcp.test.mjs', '^(listed and namespaced|reload mid-approval, then approve|two tabs on one thread approve)'],
 ];
 
 function parseArgs(argv) {

@@ -273,7 +273,11 @@ pub async fn the_record_counts_the_tails_pending_approvals_and_keeps_the_status<
     assert_eq!((r.pending_approvals, r.status()), (0, ThreadStatus::Idle));
 }
 
-pub async fn policies_the_run_journal_and_the_request_size_round_trip<S: ContractStore>(db: &str) {
+pub async fn policies_the_run_journal_the_request_size_and_mcp_tools_round_trip<
+    S: ContractStore,
+>(
+    db: &str,
+) {
     let s = S::open(db).await;
     let call = Message::tool_call(
         MessageId::from_number(2),
@@ -300,12 +304,19 @@ pub async fn policies_the_run_journal_and_the_request_size_round_trip<S: Contrac
         answer: MessageId::from_number(2).to_string(),
         tokens: 1234,
     });
+    // The MCP tool lists, in the servers' own JSON (docs/design.md, "MCP tools").
+    c.mcp_tools = Some(
+        serde_json::json!({ "files": [{ "name": "read_file", "title": "Read",
+        "inputSchema": { "type": "object", "properties": { "path": { "type": "string",
+        "maxLength": 3, "minLength": 0.5 } } }, "annotations": { "readOnlyHint": true } }] }),
+    );
     let r = s.commit("t", 0, &c, &w(), 1.0).await.unwrap();
     let snap = s.load("t", 2.0).await.unwrap();
     assert_eq!(snap.record, r);
     assert_eq!(snap.record.policies, c.policies);
     assert_eq!(snap.record.run, Some(run));
     assert_eq!(snap.record.request_size, c.request_size);
+    assert_eq!(snap.record.mcp_tools, c.mcp_tools);
     assert_eq!(snap.tail, Some(call));
     assert_eq!(snap.state().policies, c.policies);
     // Another thread inherits nothing.
@@ -321,6 +332,10 @@ pub async fn policies_the_run_journal_and_the_request_size_round_trip<S: Contrac
     assert!(snap.record.run.is_none());
     assert_eq!(snap.record.policies.len(), 1);
     assert_eq!(snap.record.request_size, c.request_size);
+    assert_eq!(
+        snap.record.mcp_tools, c.mcp_tools,
+        "kept by a commit without lists"
+    );
 }
 
 /// Rows hold each message's JSON text as written: key order, unknown metadata and all.

@@ -128,7 +128,7 @@ macro_rules! for_each_check {
         $run!(two_handles_committing_at_once_cannot_both_win);
         $run!(a_tail_rewrite_keeps_its_seq_and_must_name_the_stored_tail);
         $run!(the_record_counts_the_tails_pending_approvals_and_keeps_the_status);
-        $run!(policies_the_run_journal_and_the_request_size_round_trip);
+        $run!(policies_the_run_journal_the_request_size_and_mcp_tools_round_trip);
         $run!(messages_keep_their_json_text_exactly);
         $run!(a_sequence_of_commits_leaves_exactly_the_expected_records);
         $run!(a_new_handle_sees_everything_a_dropped_one_wrote);
@@ -213,6 +213,7 @@ pub fn append(msgs: Vec<Message>) -> Commit {
         status: ThreadStatus::Idle,
         audit: Vec::new(),
         request_size: None,
+        mcp_tools: None,
     }
 }
 

@@ -249,3 +249,18 @@ export async function scoped(): Promise<void> {
 // @ts-expect-error wasm-bindgen's raw exports are not part of the API
 export type Raw = pkg.InitOutput;
 same<Equal<keyof typeof pkg, "Agent" | "GatehouseError" | "defineTool" | "default" | "initSync" | "isGatehouseError">>();
+
+// --- MCP servers (README "MCP tools").
+export const withMcp = Agent.open({ threadId: "t", mcpServers: [{ name: "github",
+  url: "https://mcp.example.com/mcp", headers: { authorization: "Bearer x" },
+  trustReadOnlyHint: true, tools: ["search_issues"] }] });
+// @ts-expect-error a server needs a url
+export const noUrl = Agent.open({ threadId: "t", mcpServers: [{ name: "github" }] });
+// @ts-expect-error headers are strings
+export const badHeaders = Agent.open({ threadId: "t", mcpServers: [{ name: "g", url: "u", headers: { a: 1 } }] });
+// @ts-expect-error an unknown key is refused (as it is at run time, `invalid_config`)
+export const typo = Agent.open({ threadId: "t", mcpServers: [{ name: "g", url: "u", trustReadOnlyHints: true }] });
+export const onMcpEvent = agent.chat("x", { onEvent: (e) => {
+  if (e.type === "mcp_error") { const c: string = e.code; const s: number | undefined = e.status; return [c, s]; }
+  if (e.type === "warning") return e.message;
+} });

@@ -96,7 +96,10 @@ impl Engine {
             let mut entry = ToolEntry::new(call_id, &call.name);
             entry.description = tool.and_then(|t| t.description.clone());
             if let Some(t) = tool {
-                entry.parameters = t.extra.clone();
+                entry.parameters = match &t.shown {
+                    Value::Null => t.extra.clone(),
+                    shown => shown.clone(),
+                };
             }
             let parsed = parse_arguments(&call.arguments);
             if let Ok(inputs) = &parsed {
