@@ -60,6 +60,11 @@ fn examples() -> Vec<Event<'static>> {
                 status: Some(529),
             },
         },
+        Event::ModelProgress {
+            phase: "download".into(),
+            loaded: 4_194_304,
+            total: Some(98_362_432),
+        },
         Event::Completed {
             message: Some(Cow::Owned(answer)),
         },
