@@ -15,7 +15,8 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export function modelPath() {
   if (process.env.GATEHOUSE_TEST_MODEL) return process.env.GATEHOUSE_TEST_MODEL;
   const cache = process.env.XDG_CACHE_HOME || path.join(process.env.HOME || '/tmp', '.cache');
-  return path.join(cache, 'gatehouse', 'SmolLM2-135M-Instruct.Q4_1.gguf');
+  const dir = process.env.GATEHOUSE_MODEL_DIR || path.join(cache, 'gatehouse');
+  return path.join(dir, 'SmolLM2-135M-Instruct.Q4_1.gguf');
 }
 
 const ISOLATION = {
