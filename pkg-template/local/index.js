@@ -68,14 +68,28 @@ async function load(source, { sha256, contextWindow }, report, signal) {
   );
   const threads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
   report("load", 0, blob.size);
+  // wllama starts its worker from a blob: URL; a Content Security Policy without `worker-src
+  // blob:` blocks it, and wllama would wait for that worker forever.
+  let blocked;
+  const refused = new Promise((_, reject) => {
+    blocked = (e) => {
+      if (/^(worker|script)-src/.test(e.violatedDirective) && e.blockedURI?.startsWith("blob")) {
+        reject(new Error(`the page's Content Security Policy blocks the model's worker (${e.violatedDirective}): allow \`worker-src blob:\``));
+      }
+    };
+    globalThis.document?.addEventListener("securitypolicyviolation", blocked);
+  });
   try {
-    await wllama.loadModel([blob], { n_ctx: contextWindow ?? DEFAULT_CONTEXT, n_threads: threads });
+    await Promise.race([wllama.loadModel([blob], { n_ctx: contextWindow ?? DEFAULT_CONTEXT, n_threads: threads }), refused]);
   } catch (e) {
+    if (String(e?.message).includes("Content Security Policy")) throw e;
     const text = String(e?.message ?? e);
     if (e instanceof RangeError || /memory|allocate|OOM|bad_alloc/i.test(text)) {
       throw fileError("out_of_memory", `the model (${blob.size} bytes) does not fit in this page's memory: ${text}`);
     }
     throw fileError("model_not_gguf", `llama.cpp could not open the model file: ${text}`);
+  } finally {
+    globalThis.document?.removeEventListener("securitypolicyviolation", blocked);
   }
   report("load", blob.size, blob.size);
   return wllama;
