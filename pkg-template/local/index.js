@@ -64,7 +64,13 @@ async function load(source, { sha256, contextWindow }, report, signal) {
   const blob = await modelFile(source, { sha256, report, signal });
   const wllama = new Wllama(
     { default: new URL("./wllama/wllama.wasm", import.meta.url).href },
-    { suppressNativeLog: true, logger: { debug() {}, log() {}, warn: console.warn, error: console.error } },
+    {
+      suppressNativeLog: true,
+      logger: { debug() {}, log() {}, warn: console.warn, error: console.error },
+      // The file is ours (model-file.js): wllama's own cache, which needs a storage backend
+      // some browsers lack (WebKitGTK under automation), is never used.
+      cacheManager: {},
+    },
   );
   const threads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
   report("load", 0, blob.size);
@@ -87,7 +93,10 @@ async function load(source, { sha256, contextWindow }, report, signal) {
     if (e instanceof RangeError || /memory|allocate|OOM|bad_alloc/i.test(text)) {
       throw fileError("out_of_memory", `the model (${blob.size} bytes) does not fit in this page's memory: ${text}`);
     }
-    throw fileError("model_not_gguf", `llama.cpp could not open the model file: ${text}`);
+    if (/gguf|magic|tensor|vocab|model/i.test(text)) {
+      throw fileError("model_not_gguf", `llama.cpp could not open the model file: ${text}`);
+    }
+    throw new Error(`the model runtime (wllama) could not start in this browser: ${text}`);
   } finally {
     globalThis.document?.removeEventListener("securitypolicyviolation", blocked);
   }

@@ -52,7 +52,12 @@ async function decide(threadId, decisions) {
 const messages = (threadId) => agents.get(threadId).agent.messages();
 
 window.t = { open, chat, decide, messages, events, agents, Agent };
-await navigator.serviceWorker.register('./sw.js');
-await navigator.serviceWorker.ready;
+// The offline steps need the service worker; a browser that refuses one still runs the rest.
+try {
+  await navigator.serviceWorker.register('./sw.js');
+  await navigator.serviceWorker.ready;
+} catch (e) {
+  console.warn(`no service worker: ${e.message}`);
+}
 await init();
 window.ready = true;
