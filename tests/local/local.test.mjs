@@ -81,6 +81,27 @@ test('a sha256 mismatch and a file that is not GGUF are clear errors; the thread
   assert.equal(ok.status, 'completed', JSON.stringify(ok));
 });
 
+test('a full storage quota is quota_exceeded; the thread stays usable', { timeout: 120_000 }, async () => {
+  // CDP sets the origin's quota to what it uses plus 32 MiB: room for the thread, none for a
+  // second copy of the model (another URL).
+  const cdp = await h.context.newCDPSession(h.page);
+  const origin = h.server.url;
+  const { usage } = await h.page.evaluate(() => navigator.storage.estimate());
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage + 32 * 1024 * 1024 });
+  try {
+    await h.page.evaluate(() => window.t.open('quota', { provider: 'local', url: '/models/test.gguf?copy' }));
+    const r = await h.page.evaluate(() => window.t.chat('quota', 'hello'));
+    assert.equal(r.error?.code, 'quota_exceeded', JSON.stringify(r));
+    assert.match(r.error.message, /quota/);
+    assert.deepEqual((await h.page.evaluate(() => window.t.messages('quota'))).map((m) => m.role), ['user']);
+  } finally {
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin });
+    await cdp.detach();
+  }
+  await h.page.evaluate(() => window.t.open('quota', { provider: 'demo' }));
+  assert.equal((await h.page.evaluate(() => window.t.chat('quota', 'hello again'))).status, 'completed');
+});
+
 test('offline: reload, and the model answers from the cache; the thread is stored', { timeout: 240_000 }, async () => {
   const before = modelRequests();
   await h.context.setOffline(true);
