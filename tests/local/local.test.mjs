@@ -153,6 +153,37 @@ test('gated tool: the constrained call validates, approve runs it once, reject r
   assert.ok(thread.at(-1).usage.input_tokens > 0);
 });
 
+test('a richer schema: the constrained call has every required key, enum values, integers, arrays', { timeout: 240_000 }, async () => {
+  const schema = {
+    type: 'object',
+    properties: {
+      city: { type: 'string' },
+      mode: { enum: ['train', 'bus', 'bike'] },
+      nights: { type: 'integer' },
+      pets: { type: 'boolean' },
+      stops: { type: 'array', items: { type: 'string' }, maxItems: 3 },
+      budget: { type: 'object', properties: { amount: { type: 'number' }, currency: { const: 'EUR' } }, required: ['amount', 'currency'] },
+      note: { type: 'string' },
+    },
+    required: ['city', 'mode', 'nights', 'pets', 'stops', 'budget'],
+    additionalProperties: false,
+  };
+  await h.page.evaluate(([m, schema]) => window.t.open('schema', { ...m, maxTokens: 160, toolChoice: 'required' }, { schema }), [MODEL, schema]);
+  const r = await h.page.evaluate(() => window.t.chat('schema', 'Plan a train trip to Paris for 2 nights with my dog.'));
+  assert.equal(r.status, 'awaiting_approval', JSON.stringify(r));
+  const { name, inputs } = r.message.tools[0];
+  assert.equal(name, 'plan_trip');
+  for (const k of schema.required) assert.ok(k in inputs, `${k} in ${JSON.stringify(inputs)}`);
+  assert.deepEqual(Object.keys(inputs).filter((k) => !(k in schema.properties)), []);
+  assert.equal(typeof inputs.city, 'string');
+  assert.ok(['train', 'bus', 'bike'].includes(inputs.mode), inputs.mode);
+  assert.ok(Number.isInteger(inputs.nights), String(inputs.nights));
+  assert.equal(typeof inputs.pets, 'boolean');
+  assert.ok(Array.isArray(inputs.stops) && inputs.stops.length <= 3 && inputs.stops.every((s) => typeof s === 'string'));
+  assert.equal(typeof inputs.budget.amount, 'number');
+  assert.equal(inputs.budget.currency, 'EUR');
+});
+
 test('abort mid-generation: aborted, nothing half-written stored; the next chat answers', { timeout: 240_000 }, async () => {
   await h.page.evaluate((m) => window.t.open('abort', { ...m, maxTokens: 64 }), MODEL);
   const r = await h.page.evaluate(() => window.t.chat('abort', 'Write a long story about a dragon.', { abortAfterDeltas: 2 }));

@@ -11,7 +11,13 @@ async function open(threadId, model, extra = {}) {
     threadId,
     model,
     instructions: extra.instructions,
-    tools: extra.gated ? [{
+    tools: extra.schema ? [{
+      name: 'plan_trip',
+      description: 'Plan a trip',
+      parameters: extra.schema,
+      requireApproval: true,
+      execute: () => 'planned',
+    }] : extra.gated ? [{
       name: 'delete_file',
       description: 'Delete a file',
       parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'], additionalProperties: false },
