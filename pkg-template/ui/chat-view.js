@@ -488,7 +488,7 @@ export class ChatView {
   }
 }
 
-/** "Downloading the model… 42%", "Reading the model from this device…", "Loading the model…". */
+/** The progress bar's label: "Downloading the model… 42%", "Loading the model…". */
 export function modelProgressLabel(ev) {
   const pct = ev.total ? ` ${Math.floor((100 * ev.loaded) / ev.total)}%` : '';
   if (ev.phase === 'download') return `Downloading the model…${pct}`;

@@ -73,7 +73,7 @@ test('a sha256 mismatch and a file that is not GGUF are clear errors; the thread
   const bad = await h.page.evaluate(() => window.t.chat('notgguf', 'hello'));
   assert.equal(bad.error?.code, 'model_not_gguf', JSON.stringify(bad));
   assert.match(bad.error.message, /not a GGUF file/);
-  // Nothing half-written: the user's message is kept, and the thread goes on with a model that works.
+  // Nothing half-written: the user's message is kept; the thread goes on with a working model.
   const kept = await h.page.evaluate(() => window.t.messages('notgguf'));
   assert.deepEqual(kept.map((m) => m.role), ['user']);
   await h.page.evaluate(() => window.t.open('notgguf', { provider: 'demo' }));
