@@ -18,7 +18,7 @@ export async function start() {
     executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
     headless: true,
     args: ARGS,
-    timeout: 30_000,
+    timeout: 90_000, // a loaded 2-core machine has taken more than 30 s to start Chromium
   });
   const page = context.pages()[0] ?? await context.newPage();
   const log = [];
