@@ -1,23 +1,26 @@
 // The demo with its "In-browser model" setting (www/settings.js): the test model is put where
 // `make demo` serves it (scripts/serve-demo.sh copies it to target/demo/models/), the settings
 // dialog selects it, and a message shows the UI kit's progress bar, then a call to one of the
-// demo's tools, constrained by the grammar, as any model's call is shown.
+// demo's tools, constrained by the grammar, as any model's call is shown. Then, offline, the
+// demo reloads and the model answers again from this device.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { newPage, openDemo, send, shot, ROOT } from '../demo/harness.mjs';
+import { newPage, openDemo, send, shot, waitReady, ROOT } from '../demo/harness.mjs';
 import { modelPath } from './server.mjs';
 
 const NAME = 'SmolLM2-135M-Instruct.Q4_1.gguf';
 
-test('demo: the in-browser model loads with a progress bar and answers with a tool call', { timeout: 300_000 }, async () => {
+test('demo: the in-browser model loads with a progress bar, answers with a tool call, and again offline', { timeout: 300_000 }, async () => {
   const dest = path.join(ROOT, 'target/demo/models', NAME);
   mkdirSync(path.dirname(dest), { recursive: true });
   if (statSync(dest, { throwIfNoEntry: false })?.size !== statSync(modelPath()).size) copyFileSync(modelPath(), dest);
-  const { page, done } = await newPage();
+  const { page, context, done } = await newPage();
   try {
     await openDemo(page);
+    // The service worker has the shell; it keeps pkg/local/ once the model's page fetched it.
+    await page.locator('html[data-offline="ready"]').waitFor({ timeout: 30_000 });
     await page.locator('#open-settings').click();
     await page.locator('input[name="provider"][value="local"]').check();
     assert.equal(await page.locator('input[name="localUrl"]').inputValue(), `/target/demo/models/${NAME}`);
@@ -44,6 +47,17 @@ test('demo: the in-browser model loads with a progress bar and answers with a to
     await page.locator('.gh-composer[data-busy="false"]').waitFor({ timeout: 240_000 });
     await shot(page, 'local-3-answer');
     assert.equal(await page.locator('.gh-model-loading:not([hidden])').count(), 0, 'the bar is gone once loaded');
+
+    // After one load, offline: the demo reloads and the model answers from this device.
+    await context.setOffline(true);
+    await page.reload();
+    await waitReady(page);
+    await page.locator('#new-thread').click();
+    await page.locator('.gh-empty').waitFor();
+    await send(page, 'Delete C:/old_logs.txt');
+    await page.locator('.gh-card').waitFor({ timeout: 240_000 });
+    await shot(page, 'local-4-offline');
+    assert.match(await page.locator('.gh-card').innerText(), /delete_file/);
   } catch (e) {
     await shot(page, 'local-failed').catch(() => {});
     throw e;
