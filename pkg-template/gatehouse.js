@@ -59,6 +59,12 @@ export class Agent {
 
   static async open(options) {
     await initialized();
+    if (options?.model?.provider === "local") {
+      // The in-page model's module loads only now (docs/design.md, "A model in the page").
+      const { localModel } = await import("./local/index.js");
+      const invalid = (m) => new GatehouseError("invalid_config", `invalid configuration: Agent.open: ${m}`, false);
+      options = { ...options, model: localModel(options.model, invalid) };
+    }
     return new Agent(await Core.open(options));
   }
 

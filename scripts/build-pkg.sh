@@ -65,6 +65,13 @@ cp -r pkg-template/ui pkg/ui
 # gatehouse-agent/server: the store handler (hand-written JS) over its wasm core in pkg/server/.
 cp pkg-template/server.js pkg-template/server.d.ts pkg/
 ./scripts/build-server-core.sh
+# gatehouse-agent/local, the in-page model, with the llama.cpp runtime it runs (wllama's ESM
+# build, its wasm and licence), so that no CDN is asked; gatehouse.js imports it only for
+# `provider: "local"` (docs/design.md, "A model in the page").
+cp -r pkg-template/local pkg/local
+mkdir -p pkg/local/wllama
+cp node_modules/@wllama/wllama/esm/index.js node_modules/@wllama/wllama/esm/wasm/wllama.wasm \
+  node_modules/@wllama/wllama/LICENCE pkg/local/wllama/
 version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
 sed -i "s/\"version\": \"[^\"]*\"/\"version\": \"$version\"/" pkg/package.json
 # The CDN URLs in the package README name the version being built.
@@ -78,4 +85,8 @@ cat pkg/gatehouse.js pkg/gatehouse_wasm.js $(find pkg/snippets -name '*.js' | so
 echo "package sizes:"
 size gatehouse_bg.wasm pkg/gatehouse_bg.wasm
 size "JS (all modules)" "$js"
+echo "gatehouse-agent/local (loaded only for provider \"local\"):"
+cat pkg/local/*.js pkg/local/wllama/index.js > "$js"
+size "local JS" "$js"
+size "local wllama.wasm" pkg/local/wllama/wllama.wasm
 rm -f "$js"

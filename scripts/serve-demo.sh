@@ -22,6 +22,17 @@ if ! command -v node >/dev/null; then
   exit 1
 fi
 
+# The in-browser model option's test model (make setup-model), copied into the build output so
+# the static server (which stays inside the repository) serves it.
+model_dir=${GATEHOUSE_MODEL_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/gatehouse}
+model=SmolLM2-135M-Instruct.Q4_1.gguf
+if [[ -f "$model_dir/$model" ]]; then
+  mkdir -p target/demo/models
+  cmp -s "$model_dir/$model" "target/demo/models/$model" || cp "$model_dir/$model" target/demo/models/
+else
+  echo "serve-demo: no test model in $model_dir (./scripts/setup-model.sh): the in-browser model option will fail" >&2
+fi
+
 port_file="$(mktemp -u "${TMPDIR:-/tmp}/gatehouse-demo-port.XXXXXX")"
 node tests/model-server/server.mjs --static . --home /www/ --port "$PORT" --port-file "$port_file" --ttl-seconds 0 &
 server=$!

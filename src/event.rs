@@ -55,6 +55,14 @@ pub enum Event<'a> {
         delay_ms: u64,
         error: EventError,
     },
+    /// A model that runs in the page is getting its file (`phase` "download", from the network
+    /// or "cache") or loading it ("load"): `loaded` of `total` bytes, when the total is known.
+    ModelProgress {
+        phase: Cow<'a, str>,
+        loaded: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<u64>,
+    },
     /// The run ended: the last event of a run, with the thread's last message.
     Completed {
         message: Option<Cow<'a, Message>>,

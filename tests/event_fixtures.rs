@@ -72,6 +72,11 @@ fn examples() -> Vec<Event<'static>> {
                 inputSchema is not an object schema"
                 .into(),
         },
+        Event::ModelProgress {
+            phase: "download".into(),
+            loaded: 4_194_304,
+            total: Some(98_362_432),
+        },
         Event::Completed {
             message: Some(Cow::Owned(answer)),
         },

@@ -285,8 +285,10 @@ let draft = null; // settings being edited
 
 function fillRemote() {
   const p = draft.provider;
-  $('remote-fields').hidden = p === 'demo';
-  if (p === 'demo') return;
+  $('remote-fields').hidden = p === 'demo' || p === 'local';
+  $('local-fields').hidden = p !== 'local';
+  form.localUrl.value = draft.local.url;
+  if (p === 'demo' || p === 'local') return;
   form.baseUrl.value = draft[p].baseUrl;
   form.model.value = draft[p].model;
   form.apiKey.value = draft[p].apiKey;
@@ -295,7 +297,8 @@ function fillRemote() {
 
 function readRemote() {
   const p = draft.provider;
-  if (p === 'demo') return;
+  draft.local = { url: form.localUrl.value.trim() };
+  if (p === 'demo' || p === 'local') return;
   draft[p] = { baseUrl: form.baseUrl.value.trim(), model: form.model.value.trim(), apiKey: form.apiKey.value.trim() };
 }
 
@@ -331,7 +334,12 @@ form.addEventListener('submit', async (e) => {
     $('settings-error').hidden = false;
     return;
   }
-  if (draft.provider !== 'demo') {
+  if (draft.provider === 'local' && !draft.local.url) {
+    $('settings-error').textContent = 'Enter the URL of a GGUF file.';
+    $('settings-error').hidden = false;
+    return;
+  }
+  if (draft.provider !== 'demo' && draft.provider !== 'local') {
     const p = draft[draft.provider];
     try {
       const u = new URL(p.baseUrl);
@@ -368,6 +376,8 @@ function renderModel() {
   $('model-pill').dataset.provider = state.settings.provider;
   $('model-pill').title = state.settings.provider === 'demo'
     ? 'The built-in demo model: runs offline in this page. Click to change.'
+    : state.settings.provider === 'local'
+    ? `A GGUF model run in this page, from ${state.settings.local.url}. Click to change.`
     : `${PROVIDERS[state.settings.provider].title} at ${state.settings[state.settings.provider].baseUrl}. Click to change.`;
 }
 

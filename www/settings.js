@@ -16,6 +16,12 @@ export const PROVIDERS = {
     title: 'Anthropic', detail: 'Messages API',
     baseUrl: 'https://api.anthropic.com', model: 'claude-sonnet-4-5',
   },
+  // A GGUF file run in this page (gatehouse-agent/local); `make demo` serves the test model
+  // here (scripts/serve-demo.sh).
+  local: {
+    title: 'In-browser model', detail: 'a GGUF file run in this page, offline once loaded',
+    url: '/target/demo/models/SmolLM2-135M-Instruct.Q4_1.gguf',
+  },
 };
 
 const memoryKeys = { openai: '', anthropic: '' };
@@ -45,6 +51,7 @@ export function loadSettings() {
       apiKey: memoryKeys[p] || (out.rememberKey ? stored[p] || '' : ''),
     };
   }
+  out.local = { url: s.local?.url || PROVIDERS.local.url };
   return out;
 }
 
@@ -55,6 +62,7 @@ export function saveSettings(s) {
     plain[p] = { baseUrl: s[p].baseUrl.trim(), model: s[p].model.trim() };
     memoryKeys[p] = s[p].apiKey || '';
   }
+  plain.local = { url: s.local.url.trim() };
   localStorage.setItem(STORE, JSON.stringify(plain));
   if (s.rememberKey) {
     localStorage.setItem(KEYS, JSON.stringify({ openai: memoryKeys.openai, anthropic: memoryKeys.anthropic }));
@@ -66,6 +74,9 @@ export function saveSettings(s) {
 /** The `model` option for `Agent.open`. */
 export function modelOptions(s) {
   if (s.provider === 'demo') return { provider: 'demo' };
+  // The demo's tools are gated; a model this small calls one only when made to, so the answer
+  // to each message is a call and the answer to its result is text (README "A model in the page").
+  if (s.provider === 'local') return { provider: 'local', url: s.local.url, maxTokens: 256, toolChoice: 'required' };
   const p = s[s.provider];
   const o = { provider: s.provider, baseUrl: p.baseUrl, model: p.model, maxRetries: 2 };
   if (p.apiKey) o.apiKey = p.apiKey;
@@ -83,5 +94,6 @@ export function mcpOptions(s) {
 /** A short label for the header, e.g. "Demo model · offline" or "OpenAI-compatible · gpt-4o-mini". */
 export function modelLabel(s) {
   if (s.provider === 'demo') return 'Demo model · offline';
+  if (s.provider === 'local') return `In-browser model · ${s.local.url.split('/').pop()}`;
   return `${PROVIDERS[s.provider].title} · ${s[s.provider].model}`;
 }

@@ -8,7 +8,7 @@
 // and, if any file changed (e.g. the SDK was rebuilt), replaces the cached copies and
 // tells the page, which offers a reload. The running page is never given a mix of files.
 
-const VERSION = 'gatehouse-demo-v4';
+const VERSION = 'gatehouse-demo-v5';
 const FILES = [
   './',
   './index.html',
@@ -79,7 +79,10 @@ function keyOf(request) {
   const url = new URL(request.url);
   url.search = '';
   url.hash = '';
-  return KNOWN.has(url.href) || url.href.startsWith(PKG + 'snippets/') ? url.href : null;
+  // The in-page model's module and runtime (pkg/local/) are kept once a page loaded them: only
+  // a page that chose that model fetches them. The model file is cached by the SDK itself.
+  const ours = KNOWN.has(url.href) || url.href.startsWith(PKG + 'snippets/') || url.href.startsWith(PKG + 'local/');
+  return ours ? url.href : null;
 }
 
 self.addEventListener('fetch', (event) => {

@@ -354,6 +354,22 @@ export class ChatView {
         if (el) el.textContent += ev.delta;
         break;
       }
+      case 'model_progress': {
+        // A model that runs in the page is getting or loading its file: a progress bar.
+        const s = this.#streamBubble();
+        if (!s.progress) {
+          s.progress = h('progress', { class: 'gh-model-progress', max: 1, value: 0 });
+          s.progressLabel = h('span', { class: 'gh-stream-note' });
+          s.note.before(h('div', { class: 'gh-model-loading' }, s.progressLabel, s.progress));
+        }
+        const label = modelProgressLabel(ev);
+        if (ev.total) s.progress.value = ev.loaded / ev.total;
+        else s.progress.removeAttribute('value'); // indeterminate
+        s.progress.setAttribute('aria-label', label);
+        if (s.progressLabel.textContent !== label) s.progressLabel.textContent = label;
+        if (ev.phase === 'load' && ev.loaded === ev.total) s.progress.parentElement.hidden = true;
+        break;
+      }
       case 'retry': {
         // The note counts down to the next attempt; the announcer says it once.
         const s = this.#streamBubble();
@@ -472,4 +488,12 @@ export class ChatView {
       requestAnimationFrame(() => { el.scrollTop = el.scrollHeight; });
     }
   }
+}
+
+/** The progress bar's label: "Downloading the model… 42%", "Loading the model…". */
+export function modelProgressLabel(ev) {
+  const pct = ev.total ? ` ${Math.floor((100 * ev.loaded) / ev.total)}%` : '';
+  if (ev.phase === 'download') return `Downloading the model…${pct}`;
+  if (ev.phase === 'cache') return 'Reading the model from this device…';
+  return 'Loading the model…';
 }

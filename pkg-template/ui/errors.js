@@ -41,6 +41,16 @@ export function describeError(e, { canRetry = false, offline = false, hasSetting
       return { text: 'Stopped. Your message is kept: Retry asks the model again, or send a new message.', kind: 'notice' };
     case 'conflict':
       return { text: 'This thread changed in another tab; showing its latest state.', kind: 'error' };
+    // The in-page model's file (gatehouse-agent/local): the message names the file and why.
+    case 'model_not_gguf':
+    case 'model_checksum':
+      return { text: `The model file cannot be used: ${e.message}`, kind: 'error', settings: true };
+    case 'model_download':
+      return { text: `The model could not be downloaded: ${e.message}${saved}`, kind: 'error' };
+    case 'quota_exceeded':
+      return { text: `This browser has no room left to keep the model: ${e.message}`, kind: 'error' };
+    case 'out_of_memory':
+      return { text: `The model does not fit in this page's memory; choose a smaller one. ${e.message}`, kind: 'error', settings: true };
     default:
       return { text: `${code === 'error' ? 'Error' : code}: ${e?.message ?? e}`, kind: 'error' };
   }

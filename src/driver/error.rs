@@ -19,6 +19,49 @@ pub enum AgentError {
     /// The latest turn does not fit the model's context window (docs/design.md, "The context
     /// window"): nothing was sent.
     ContextOverflow(String),
+    /// A model that runs in the page could not get or open its file (docs/design.md, "A model
+    /// in the page"); the message says which file and why.
+    ModelFile(ModelFileError, String),
+}
+
+/// Why a model file failed, each with its own stable code. A custom model (the `local`
+/// provider is one) reports one by throwing an error whose `code` is that code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelFileError {
+    /// The file does not start with the GGUF magic bytes.
+    NotGguf,
+    /// Its SHA-256 is not the one the options name.
+    Checksum,
+    /// The download failed (HTTP status, offline before the file was cached).
+    Download,
+    /// The storage quota refused the file.
+    Quota,
+    /// The file did not fit in memory.
+    Memory,
+}
+
+impl ModelFileError {
+    pub const ALL: [ModelFileError; 5] = [
+        ModelFileError::NotGguf,
+        ModelFileError::Checksum,
+        ModelFileError::Download,
+        ModelFileError::Quota,
+        ModelFileError::Memory,
+    ];
+
+    pub fn code(self) -> &'static str {
+        match self {
+            ModelFileError::NotGguf => "model_not_gguf",
+            ModelFileError::Checksum => "model_checksum",
+            ModelFileError::Download => "model_download",
+            ModelFileError::Quota => "quota_exceeded",
+            ModelFileError::Memory => "out_of_memory",
+        }
+    }
+
+    pub fn from_code(code: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.code() == code)
+    }
 }
 
 impl AgentError {
@@ -31,6 +74,7 @@ impl AgentError {
             AgentError::Aborted => "aborted",
             AgentError::InvalidConfig(_) => "invalid_config",
             AgentError::ContextOverflow(_) => "context_overflow",
+            AgentError::ModelFile(e, _) => e.code(),
         }
     }
 
@@ -42,6 +86,7 @@ impl AgentError {
             AgentError::Network(_) => true,
             AgentError::Aborted => true,
             AgentError::InvalidConfig(_) | AgentError::ContextOverflow(_) => false,
+            AgentError::ModelFile(e, _) => *e == ModelFileError::Download,
         }
     }
 
@@ -76,6 +121,7 @@ impl fmt::Display for AgentError {
             AgentError::Aborted => f.write_str("the operation was aborted"),
             AgentError::InvalidConfig(m) => write!(f, "invalid configuration: {m}"),
             AgentError::ContextOverflow(m) => write!(f, "context window exceeded: {m}"),
+            AgentError::ModelFile(_, m) => f.write_str(m),
         }
     }
 }

@@ -44,7 +44,7 @@ pub async fn call(
             }
             Ok(out)
         }
-        ProviderKind::Custom => custom(m, instructions, history, tools, signal).await,
+        ProviderKind::Custom => custom(m, instructions, history, tools, signal, ev).await,
         ProviderKind::OpenAi | ProviderKind::Anthropic => {
             let req = build_request(&m.cfg, instructions, history, tools)?;
             let link = AbortLink::new(signal).map_err(fetch_error)?;
@@ -210,6 +210,8 @@ pub struct ModelRequest<'a> {
     pub tools: &'a [ToolDef],
     /// The run's signal: a model that honours it stops early.
     pub signal: Option<&'a AbortSignal>,
+    /// The run's listener: a streaming model sends its text deltas and progress through it.
+    pub events: &'a Emitter,
 }
 
 /// A model the app runs itself (the `custom` provider): called once per model turn.
@@ -222,6 +224,7 @@ async fn custom(
     messages: &[Message],
     tools: &[ToolDef],
     signal: Option<&AbortSignal>,
+    events: &Emitter,
 ) -> Result<ModelOutput, AgentError> {
     let f = m.custom.as_ref().ok_or_else(|| {
         AgentError::InvalidConfig("the custom provider needs a `model.call` function".into())
@@ -231,6 +234,7 @@ async fn custom(
         messages,
         tools,
         signal,
+        events,
     });
     let out = match signal {
         None => answer.await,

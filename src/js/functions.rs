@@ -4,7 +4,7 @@
 //! throws is reported on the console and stops nothing.
 
 use crate::convert::{describe, from_js, js_object, js_ref, json_value, parse_json, to_js};
-use crate::driver::error::AgentError;
+use crate::driver::error::{AgentError, ModelFileError};
 use crate::driver::events::EventListener;
 use crate::driver::model::{CustomModel, ModelRequest};
 use crate::driver::tools::{Execute, LocalFuture, Policy, ToolContext};
@@ -15,7 +15,9 @@ use crate::thread::Usage;
 use js_sys::{Function, Promise};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::rc::Rc;
+use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::AbortSignal;
@@ -145,6 +147,10 @@ struct CustomRequest<'a> {
     instructions: Option<&'a str>,
     #[serde(serialize_with = "js_ref", skip_serializing_if = "Option::is_none")]
     signal: Option<&'a AbortSignal>,
+    #[serde(rename = "onText", serialize_with = "js_ref")]
+    on_text: Option<&'a JsValue>,
+    #[serde(rename = "onProgress", serialize_with = "js_ref")]
+    on_progress: Option<&'a JsValue>,
 }
 
 #[derive(Serialize)]
@@ -175,15 +181,36 @@ pub fn custom_model(f: Function) -> CustomModel {
                     parameters: &t.parameters,
                 })
                 .collect();
+            // The model streams through the run's listener; both live until its answer settles.
+            let ev = req.events.clone();
+            let on_text = Closure::<dyn Fn(String)>::new(move |delta: String| {
+                ev.emit(&Event::TextDelta {
+                    delta: Cow::Owned(delta),
+                })
+            });
+            let ev = req.events.clone();
+            let on_progress = Closure::<dyn Fn(String, f64, Option<f64>)>::new(
+                move |phase: String, loaded: f64, total: Option<f64>| {
+                    ev.emit(&Event::ModelProgress {
+                        phase: Cow::Owned(phase),
+                        loaded: loaded as u64,
+                        total: total.map(|t| t as u64),
+                    })
+                },
+            );
             let request = to_js(&CustomRequest {
                 messages: json_js(req.messages),
                 tools: json_js(&tools),
                 instructions: req.instructions,
                 signal: req.signal,
+                on_text: Some(on_text.as_ref()),
+                on_progress: Some(on_progress.as_ref()),
             });
             let ret = f.call1(&JsValue::NULL, &request);
             Box::pin(async move {
-                let ret = settle(ret).await.map_err(|e| custom_error(&e))?;
+                let ret = settle(ret).await;
+                drop((on_text, on_progress));
+                let ret = ret.map_err(|e| custom_error(&e))?;
                 let a: CustomAnswer = from_js(ret).map_err(|e| bad_custom(&e))?;
                 Ok(ModelOutput {
                     text: a.text.unwrap_or_default(),
@@ -216,6 +243,15 @@ fn custom_error(e: &JsValue) -> AgentError {
         .and_then(|n| n.as_string());
     if name.as_deref() == Some("AbortError") {
         return AgentError::Aborted;
+    }
+    let code = js_sys::Reflect::get(e, &"code".into())
+        .ok()
+        .and_then(|c| c.as_string());
+    if let Some(kind) = code.as_deref().and_then(ModelFileError::from_code) {
+        let message = js_sys::Reflect::get(e, &"message".into())
+            .ok()
+            .and_then(|m| m.as_string());
+        return AgentError::ModelFile(kind, message.unwrap_or_else(|| describe(e)));
     }
     AgentError::Provider(ProviderError::Stream {
         error_type: Some("custom_provider_error".into()),

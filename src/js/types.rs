@@ -122,6 +122,10 @@ export interface CustomModelRequest {
   tools: { name: string; description: string | null; parameters: Record<string, unknown> }[];
   instructions: string | null;
   signal?: AbortSignal;
+  /** Streams a fragment of the answer's text (a `text_delta` event). */
+  onText: (delta: string) => void;
+  /** Reports getting or loading a model file (a `model_progress` event). */
+  onProgress: (phase: "download" | "cache" | "load", loaded: number, total?: number) => void;
 }
 export interface CustomModelAnswer {
   text?: string;
@@ -140,7 +144,12 @@ export type ModelOptions =
       headers?: Record<string, string>; maxRetries?: number; contextWindow?: number; }
   | { provider: "demo"; model?: string; stream?: boolean; contextWindow?: number }
   | { provider: "custom"; model?: string; contextWindow?: number;
-      call: (request: CustomModelRequest) => CustomModelAnswer | Promise<CustomModelAnswer> };
+      call: (request: CustomModelRequest) => CustomModelAnswer | Promise<CustomModelAnswer> }
+  /** A GGUF model run in the page by the package's `local` module, loaded only for this
+   *  provider (README "A model in the page"). */
+  | { provider: "local"; url: string | Blob; sha256?: string; contextWindow?: number;
+      maxTokens?: number; temperature?: number; toolChoice?: "auto" | "required";
+      parallelToolCalls?: boolean };
 
 /** Where threads live: this browser's IndexedDB (default) or memory, or the app's Postgres
  *  behind the store handler it mounted at `url` (`gatehouse-agent/server`), with the headers
@@ -206,6 +215,9 @@ export type AgentEvent =
       code: "unreachable" | "unauthorized" | "http" | "timeout" | "protocol" | "rpc" | "aborted";
       message: string; status?: number }
   | { type: "warning"; code: "mcp_tool_skipped"; message: string }
+  /** A `local` model getting its file ("download": from the network, "cache": from the
+   *  browser's cache) or loading it ("load"). `total` is absent when the server does not say. */
+  | { type: "model_progress"; phase: "download" | "cache" | "load"; loaded: number; total?: number }
   | { type: "completed" | "awaiting_approval" | "awaiting_tool_results" | "awaiting_device";
       message: Message | null };
 
@@ -271,7 +283,8 @@ export type GatehouseErrorCode =
   | "conflict" | "not_suspended" | "invalid_decision" | "invalid_tool_results"
   | "unknown_call_id" | "expired" | "busy" | "network" | "provider" | "storage" | "invalid_config"
   | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal" | "context_overflow"
-  | "unauthorized" | "disposed" | "not_initialized";
+  | "unauthorized" | "disposed" | "not_initialized"
+  | "model_not_gguf" | "model_checksum" | "model_download" | "quota_exceeded" | "out_of_memory";
 
 /** Added to the class by the package entry (gatehouse.js). */
 export interface Agent {

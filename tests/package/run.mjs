@@ -23,7 +23,10 @@ const listing = sh("tar", ["tzf", tarball], work).trim().split("\n").sort();
 const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gatehouse_bg.wasm", "gatehouse_wasm.d.ts", "gatehouse_wasm.js", "package.json",
   "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/announcer.js", "ui/cards.js", "ui/chat-view.js", "ui/composer.js",
   "ui/element.js", "ui/element.d.ts", "ui/errors.js", "ui/markdown.js", "ui/message-list.js", "ui/widget.js", "ui/gatehouse.css",
-  "server.js", "server.d.ts", "server/core.js", "server/core.d.ts", "server/core_bg.wasm"];
+  "server.js", "server.d.ts", "server/core.js", "server/core.d.ts", "server/core_bg.wasm",
+  // gatehouse-agent/local, the in-page model, with the llama.cpp runtime it vendors.
+  "local/index.js", "local/index.d.ts", "local/grammar.js", "local/model-file.js", "local/wllama/index.js",
+  "local/wllama/wllama.wasm", "local/wllama/LICENCE"];
 const unexpected = listing.filter((f) => !wanted.includes(f.replace(/^package\//, "")) && !/^package\/snippets\/[^/]+\/.+\.js$/.test(f));
 const missing = wanted.filter((f) => !listing.includes("package/" + f));
 if (unexpected.length || missing.length || !listing.some((f) => f.endsWith("/src/js/error.js"))) {
@@ -37,7 +40,8 @@ for (const k of ["license", "repository", "homepage", "bugs", "engines", "keywor
 // takes the first condition that matches). Only the module that defines <gatehouse-chat> (and
 // CSS) is listed as having side effects.
 const subpaths = { ".": ["gatehouse.d.ts", "gatehouse.js"], "./react": ["react.d.ts", "react.js"], "./ui": ["ui/index.d.ts", "ui/index.js"],
-  "./ui/element": ["ui/element.d.ts", "ui/element.js"], "./server": ["server.d.ts", "server.js"] };
+  "./ui/element": ["ui/element.d.ts", "ui/element.js"], "./server": ["server.d.ts", "server.js"],
+  "./local": ["local/index.d.ts", "local/index.js"] };
 for (const [sub, [types, js]] of Object.entries(subpaths)) {
   const e = manifest.exports[sub];
   if (!e || Object.keys(e)[0] !== "types" || e.types !== `./${types}` || e.default !== `./${js}`) {

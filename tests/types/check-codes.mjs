@@ -10,11 +10,13 @@ const sources = ['src/driver/error.rs', 'src/engine/error.rs', 'src/providers/er
 const produced = new Set();
 for (const file of sources) {
   const src = read(file);
-  const at = src.indexOf('fn code(&self)');
-  if (at < 0) throw new Error(`${file}: no fn code(&self)`);
-  // The function body: up to the first line that closes it at its own indentation.
-  const body = src.slice(at, src.indexOf('\n    }\n', at));
-  for (const m of body.matchAll(/=>\s*"([a-z_]+)"/g)) produced.add(m[1]);
+  if (!src.includes('fn code(&self)')) throw new Error(`${file}: no fn code(&self)`);
+  // Each `fn code` (a Copy enum's takes `self`), up to the first line that closes it at its
+  // own indentation.
+  for (const { index: at } of src.matchAll(/fn code\(&?self\)/g)) {
+    const body = src.slice(at, src.indexOf('\n    }\n', at));
+    for (const m of body.matchAll(/=>\s*"([a-z_]+)"/g)) produced.add(m[1]);
+  }
 }
 for (const code of ['disposed', 'not_initialized']) produced.add(code); // pkg-template/gatehouse.js
 

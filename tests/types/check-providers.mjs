@@ -29,8 +29,13 @@ for (const m of union[1].matchAll(/provider: ([^;]+);/g)) {
   for (const name of m[1].matchAll(/"([a-z]+)"/g)) declared.add(name[1]);
 }
 
-const missing = [...known].filter((p) => !declared.has(p));
-const unknown = [...declared].filter((p) => !known.has(p));
+// `local` is the package's own: gatehouse.js turns it into a `custom` model made by the
+// gatehouse-agent/local module (docs/design.md, "A model in the page").
+const entry = read('pkg-template/gatehouse.js');
+const byEntry = entry.includes('provider === "local"') && fs.existsSync(new URL('pkg-template/local/index.js', root))
+  ? ['local'] : [];
+const missing = [...known, ...byEntry].filter((p) => !declared.has(p));
+const unknown = [...declared].filter((p) => !known.has(p) && !byEntry.includes(p));
 if (known.size === 0 || missing.length || unknown.length) {
   console.error(`ModelOptions is out of step with ProviderKind: missing ${JSON.stringify(missing)}, unknown ${JSON.stringify(unknown)}`);
   process.exit(1);

@@ -69,3 +69,21 @@ export async function mount(root: HTMLElement) {
   new ApprovalCards({ onDecide: async () => {}, renderers: { t: (entry, { el, decide }) => { el.textContent = entry.name; void decide("approve"); } } });
   return [isSuspended(widget.agent?.lastMessage()), approvalEntries(null).length, cards.visible, defined, define, box.el] as const;
 }
+
+// gatehouse-agent/local and the `local` provider's options.
+import { forgetModel, localModel, type LocalModelOptions } from "../../pkg/local/index.js";
+import type { AgentEvent, AgentOptions } from "../../pkg/gatehouse.js";
+export const localOptions: AgentOptions = {
+  threadId: "t",
+  model: { provider: "local", url: "/m.gguf", sha256: "0".repeat(64), toolChoice: "required", maxTokens: 64 },
+};
+export const fromBlob: LocalModelOptions = { provider: "local", url: new Blob([]) };
+// @ts-expect-error: the URL is required
+export const noUrl: LocalModelOptions = { provider: "local" };
+// @ts-expect-error: toolChoice is "auto" or "required"
+export const badChoice: AgentOptions = { threadId: "t", model: { provider: "local", url: "/m.gguf", toolChoice: "any" } };
+export const made = localModel(fromBlob, (m) => new Error(m)).provider satisfies "custom";
+export const forgot: Promise<void> = forgetModel("/m.gguf");
+export function progress(e: AgentEvent): number {
+  return e.type === "model_progress" ? e.loaded / (e.total ?? 1) : 0;
+}

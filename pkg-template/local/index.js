@@ -1,0 +1,207 @@
+// gatehouse-agent/local: the `local` provider, a GGUF model run in the page on the CPU by
+// llama.cpp compiled to WebAssembly (wllama, vendored in ./wllama/ with its wasm; it runs the
+// model in its own Web Worker, with threads when the page is cross-origin isolated). Nothing
+// here is loaded unless an agent asks for `provider: "local"`: gatehouse.js imports this
+// module then, and hands the engine a `custom` model made of it (docs/design.md, "A model in
+// the page"). Gating, storage and events are the engine's, as for any provider.
+
+import { Wllama } from "./wllama/index.js";
+import { CALL_OPEN, readAnswer, toolGrammar, toolPrompt } from "./grammar.js";
+import { fileError, modelFile } from "./model-file.js";
+
+export { forgetModel } from "./model-file.js";
+
+const KEYS = [
+  "provider", "url", "sha256", "model", "contextWindow", "maxTokens", "temperature", "toolChoice",
+  "parallelToolCalls",
+];
+const DEFAULT_CONTEXT = 4096;
+
+/** `options.model` checked as strictly as the SDK checks the others' (`invalid_config`). */
+function check(options, invalid) {
+  for (const k of Object.keys(options)) {
+    if (!KEYS.includes(k)) throw invalid(`\`model\`: unknown field \`${k}\`, expected one of ${KEYS.map((k) => `\`${k}\``).join(", ")}`);
+  }
+  const { url, sha256, contextWindow, maxTokens, temperature, toolChoice, model } = options;
+  if (!(typeof url === "string" && url) && !(url instanceof Blob)) {
+    throw invalid("`model.url` must be the GGUF file's URL (a non-empty string) or a Blob");
+  }
+  if (sha256 !== undefined && !(typeof sha256 === "string" && /^[0-9a-fA-F]{64}$/.test(sha256))) {
+    throw invalid("`model.sha256` must be 64 hexadecimal digits");
+  }
+  for (const [k, v] of Object.entries({ contextWindow, maxTokens })) {
+    if (v !== undefined && !(Number.isInteger(v) && v >= 1)) throw invalid(`\`model.${k}\` must be an integer of at least 1`);
+  }
+  if (temperature !== undefined && !(typeof temperature === "number" && temperature >= 0)) {
+    throw invalid("`model.temperature` must be a number of at least 0");
+  }
+  if (toolChoice !== undefined && toolChoice !== "auto" && toolChoice !== "required") {
+    throw invalid('`model.toolChoice` must be "auto" or "required"');
+  }
+  if (model !== undefined && typeof model !== "string") throw invalid("`model.model` must be a string");
+  if (options.parallelToolCalls !== undefined && typeof options.parallelToolCalls !== "boolean") {
+    throw invalid("`model.parallelToolCalls` must be a boolean");
+  }
+}
+
+// One loaded model per file, shared by every agent of the page; wllama answers one request at
+// a time, so calls queue.
+const loaded = new Map();
+
+function runtime(source, options, report, signal) {
+  const key = source instanceof Blob ? source : `${source}|${options.sha256 ?? ""}`;
+  let entry = loaded.get(key);
+  if (!entry) {
+    entry = { queue: Promise.resolve(), ready: load(source, options, report, signal) };
+    loaded.set(key, entry);
+    // A failed load is not kept: the next call tries again (after the file is fixed).
+    entry.ready.catch(() => loaded.delete(key));
+  }
+  return entry;
+}
+
+async function load(source, { sha256, contextWindow }, report, signal) {
+  const blob = await modelFile(source, { sha256, report, signal });
+  const wllama = new Wllama(
+    { default: new URL("./wllama/wllama.wasm", import.meta.url).href },
+    {
+      suppressNativeLog: true,
+      logger: { debug() {}, log() {}, warn: console.warn, error: console.error },
+      // The file is ours (model-file.js): wllama's own cache, which needs a storage backend
+      // some browsers lack (WebKitGTK under automation), is never used.
+      cacheManager: {},
+    },
+  );
+  const threads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+  report("load", 0, blob.size);
+  // wllama starts its worker from a blob: URL; a Content Security Policy without `worker-src
+  // blob:` blocks it, and wllama would wait for that worker forever.
+  let blocked;
+  const refused = new Promise((_, reject) => {
+    blocked = (e) => {
+      if (/^(worker|script)-src/.test(e.violatedDirective) && e.blockedURI?.startsWith("blob")) {
+        reject(new Error(`the page's Content Security Policy blocks the model's worker (${e.violatedDirective}): allow \`worker-src blob:\``));
+      }
+    };
+    globalThis.document?.addEventListener("securitypolicyviolation", blocked);
+  });
+  try {
+    await Promise.race([wllama.loadModel([blob], { n_ctx: contextWindow ?? DEFAULT_CONTEXT, n_threads: threads }), refused]);
+  } catch (e) {
+    if (String(e?.message).includes("Content Security Policy")) throw e;
+    const text = String(e?.message ?? e);
+    if (e instanceof RangeError || /memory|allocate|OOM|bad_alloc/i.test(text)) {
+      throw fileError("out_of_memory", `the model (${blob.size} bytes) does not fit in this page's memory: ${text}`);
+    }
+    if (/gguf|magic|tensor|vocab|model/i.test(text)) {
+      throw fileError("model_not_gguf", `llama.cpp could not open the model file: ${text}`);
+    }
+    throw new Error(`the model runtime (wllama) could not start in this browser: ${text}`);
+  } finally {
+    globalThis.document?.removeEventListener("securitypolicyviolation", blocked);
+  }
+  report("load", blob.size, blob.size);
+  return wllama;
+}
+
+const textOf = (m) => (m.content ?? []).filter((b) => b.type === "text").map((b) => b.content).join("");
+
+/** The thread as chat messages; calls and results written the way the model is told to. */
+function chatMessages(request, system) {
+  const out = system ? [{ role: "system", content: system }] : [];
+  for (const m of request.messages) {
+    if (m.type === "tool_call") {
+      const calls = m.tools.map((t) => ({ name: t.name, arguments: t.inputs ?? {} }));
+      const text = textOf(m);
+      out.push({ role: "assistant", content: `${text}${CALL_OPEN}${JSON.stringify(calls)}</tool_call>` });
+    } else if (m.type === "tool_call_result") {
+      const results = m.tools.map((t) => ({ name: t.name, result: t.result }));
+      out.push({ role: "user", content: `<tool_response>${JSON.stringify(results)}</tool_response>` });
+    } else {
+      out.push({ role: m.role === "assistant" ? "assistant" : "user", content: textOf(m) });
+    }
+  }
+  return out;
+}
+
+let callCounter = 0;
+
+/**
+ * The `custom` model config that runs `options` (`{ provider: "local", url, sha256?, … }`).
+ * `invalid(message)` makes the SDK's `invalid_config` error.
+ */
+export function localModel(options, invalid) {
+  check(options, invalid);
+  const { url, maxTokens = 512, temperature = 0, toolChoice = "auto", parallelToolCalls = false } = options;
+  const call = async (request) => {
+    const { signal } = request;
+    const report = (phase, done, total) => request.onProgress(phase, done, total);
+    const entry = runtime(url, options, report, signal);
+    const wllama = await entry.ready;
+    // Wait for the calls before this one (another agent, or a run aborted a moment ago).
+    const turn = entry.queue.then(() => generate(wllama, request, { maxTokens, temperature, toolChoice, parallelToolCalls }));
+    entry.queue = turn.catch(() => {});
+    return turn;
+  };
+  return {
+    provider: "custom",
+    model: options.model ?? (url instanceof Blob ? "local" : String(url).split("/").pop()),
+    contextWindow: options.contextWindow ?? DEFAULT_CONTEXT,
+    call,
+  };
+}
+
+async function generate(wllama, request, { maxTokens, temperature, toolChoice, parallelToolCalls }) {
+  const { signal, tools } = request;
+  if (signal?.aborted) throw new DOMException("aborted", "AbortError");
+  const offered = tools.length > 0;
+  // "required": the answer to a user's message is a call, the answer to its results is text.
+  const last = request.messages.at(-1);
+  const required = offered && toolChoice === "required";
+  const mustCall = required && last?.role === "user" && !last.type;
+  const textOnly = required && last?.type === "tool_call_result";
+  const system = [request.instructions, offered ? toolPrompt(tools) : null].filter(Boolean).join("\n\n");
+  const stream = await wllama.createChatCompletion({
+    messages: chatMessages(request, system),
+    max_tokens: maxTokens,
+    temperature,
+    grammar: offered ? toolGrammar(tools, { required: mustCall, textOnly, parallel: parallelToolCalls }) : undefined,
+    stream: true,
+    abortSignal: signal,
+  });
+  let raw = "";
+  let streaming = null; // decided at the first character: text streams, a call is kept whole
+  let usage;
+  let finish = null;
+  for await (const chunk of stream) {
+    const delta = chunk.choices?.[0]?.delta?.content ?? "";
+    finish = chunk.choices?.[0]?.finish_reason ?? finish;
+    if (chunk.usage) usage = chunk.usage;
+    if (chunk.timings) usage ??= { prompt_tokens: chunk.timings.prompt_n, completion_tokens: chunk.timings.predicted_n };
+    if (!delta) continue;
+    raw += delta;
+    if (streaming === null && raw.length) streaming = !offered || !raw.startsWith("<");
+    if (streaming) request.onText(delta);
+  }
+  if (signal?.aborted) throw new DOMException("aborted", "AbortError");
+  const answer = offered ? readAnswer(raw) : { text: raw };
+  const counted = usage && {
+    input_tokens: usage.prompt_tokens ?? 0,
+    output_tokens: usage.completion_tokens ?? 0,
+    cached_input_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+    reasoning_tokens: 0,
+  };
+  if (answer.broken !== undefined) {
+    // Only the token limit cuts a call the grammar started: say so rather than store half.
+    const start = JSON.stringify(raw.slice(0, 120));
+    throw new Error(`the local model's tool call was cut off at ${maxTokens} tokens (raise model.maxTokens): ${start}…`);
+  }
+  if (answer.calls) {
+    return {
+      toolCalls: answer.calls.map((c) => ({ id: `local_${Date.now().toString(36)}_${++callCounter}`, name: c.name, arguments: c.arguments })),
+      usage: counted,
+      stopReason: "tool_use",
+    };
+  }
+  return { text: answer.text, usage: counted, stopReason: finish === "length" ? "max_tokens" : "end_turn" };
+}
