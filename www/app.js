@@ -372,6 +372,12 @@ $('open-settings').addEventListener('click', openSettings);
 $('model-pill').addEventListener('click', openSettings);
 
 function renderModel() {
+  if (PHONE) {
+    // The approver's page has no model: the desktop's answers.
+    $('model-label').textContent = 'Approver · no model';
+    $('model-pill').title = 'This page decides; the desktop page runs the tools and the model.';
+    return;
+  }
   $('model-label').textContent = modelLabel(state.settings);
   $('model-pill').dataset.provider = state.settings.provider;
   $('model-pill').title = state.settings.provider === 'demo'

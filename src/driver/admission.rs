@@ -234,9 +234,14 @@ pub(super) async fn finish(
     drop(hold.held);
     drop(hold._guard);
     let refused = std::mem::take(&mut s.borrow_mut().refused);
-    for (call_id, result) in refused {
-        let s = s.clone();
-        wasm_bindgen_futures::spawn_local(late_result(s, call_id, Ok(Value::String(result))));
+    if !refused.is_empty() && matches!(s.borrow().store, Store::Remote(_)) {
+        // Offered through the outbox: the handler may not be reachable now.
+        outbox::results(s, refused).await;
+    } else {
+        for (call_id, result) in refused {
+            let s = s.clone();
+            wasm_bindgen_futures::spawn_local(late_result(s, call_id, Ok(Value::String(result))));
+        }
     }
     // The run is over ("running" no more, its lease gone): heard here and elsewhere.
     live::changed(s);

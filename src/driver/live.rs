@@ -120,11 +120,7 @@ pub fn deleted(database: &str, thread_id: &str) {
 pub struct ThreadsSubscription(Rc<RefCell<Option<ListSub>>>);
 
 enum ListSub {
-    /// The channel, and its listener (kept alive while the channel may call it).
-    Channel(
-        BroadcastChannel,
-        #[allow(dead_code)] Closure<dyn FnMut(MessageEvent)>,
-    ),
+    Channel(BroadcastChannel),
     /// A remote store's change stream (`changes::follow_list`).
     Remote(web_sys::AbortController),
 }
@@ -132,7 +128,7 @@ enum ListSub {
 impl ThreadsSubscription {
     pub fn cancel(&self) {
         match self.0.borrow_mut().take() {
-            Some(ListSub::Channel(channel, _)) => {
+            Some(ListSub::Channel(channel)) => {
                 channel.set_onmessage(None);
                 channel.close();
             }
@@ -157,8 +153,12 @@ pub fn subscribe_threads(database: &str, listener: ListListener) -> ThreadsSubsc
                 listener(&change);
             }
         });
-        channel.set_onmessage(Some(on_change.as_ref().unchecked_ref()));
-        *sub.0.borrow_mut() = Some(ListSub::Channel(channel, on_change));
+        // The handler belongs to the channel (JS keeps it while the channel may call it), not
+        // to this subscription: one dropped without `cancel` (a JS app that ignored the
+        // unsubscribe function, which the garbage collector then frees) goes on listening,
+        // as documented, instead of leaving the channel calling a freed closure.
+        channel.set_onmessage(Some(on_change.into_js_value().unchecked_ref()));
+        *sub.0.borrow_mut() = Some(ListSub::Channel(channel));
     }
     sub
 }

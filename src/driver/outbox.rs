@@ -14,6 +14,7 @@ use crate::engine::{Decisions, Outcome};
 use crate::store::page::Rows;
 use crate::store::{Queued, RemoteStore, StoreError};
 use crate::thread::MessageId;
+use serde_json::Value;
 use std::rc::Rc;
 
 /// How a run that may be queued ended.
@@ -75,6 +76,24 @@ pub async fn run_or_queue(s: &Shared, input: Input, opts: &RunOptions) -> Result
     }
 }
 
+/// Results a run computed but could not write (the handler could not be reached, or another
+/// device took the thread over): queued, and offered as late results by the next flush.
+pub async fn results(s: &Shared, results: Vec<(String, String)>) {
+    let Some(store) = remote(s) else { return };
+    let thread = s.borrow().thread_id.clone();
+    let queued: Vec<Queued> = results
+        .into_iter()
+        .map(|(call_id, result)| Queued::Result { call_id, result })
+        .collect();
+    if let Ok(n) = store
+        .edit_outbox(&thread, &|outbox| outbox.extend(queued.iter().cloned()))
+        .await
+    {
+        s.borrow_mut().queued = n;
+        later(s);
+    }
+}
+
 /// The view shows the input applied (its write landed although the run then failed).
 fn landed(s: &Shared, queued: &Queued) -> bool {
     match queued {
@@ -83,7 +102,25 @@ fn landed(s: &Shared, queued: &Queued) -> bool {
             .engine
             .tail()
             .is_some_and(|t| t.id.as_str() == id),
-        Queued::Decisions { .. } => false,
+        // The decisions' write landed when their calls no longer wait in the view (the run
+        // failed later: a result's write, say), or when their calls are gone altogether.
+        Queued::Decisions { decisions, .. } => {
+            let g = s.borrow();
+            let pending: Vec<&str> = g
+                .engine
+                .tail()
+                .and_then(|t| t.tool_calls())
+                .map(|t| {
+                    t.iter()
+                        .filter(|e| e.is_pending())
+                        .map(|e| e.call_id.as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let ids = decisions.as_object().into_iter().flat_map(|m| m.keys());
+            !ids.into_iter().all(|id| pending.contains(&id.as_str()))
+        }
+        Queued::Result { .. } => false,
     }
 }
 
@@ -131,6 +168,18 @@ async fn send(s: &Shared) {
                 }
                 Err(e) => Err(e.into()),
             },
+            Queued::Result { call_id, result } => {
+                // A run cut off mid-call is re-gated first (what opening the thread does), so
+                // the late result finds the call waiting for a decision.
+                let _ = run(s, Input::Recover, &RunOptions::default()).await;
+                let outcome = Ok(Value::String(result));
+                run(
+                    s,
+                    Input::LateResult(call_id, outcome),
+                    &RunOptions::default(),
+                )
+                .await
+            }
             Queued::Decisions { decisions, by } => match Decisions::from_json(&decisions) {
                 Ok(d) => {
                     let opts = RunOptions {
@@ -193,7 +242,7 @@ pub async fn count(s: &Shared) {
 /// Decisions the thread refuses whatever is tried again: their calls were decided elsewhere or
 /// no longer wait (a message is never dropped for an error: it waits until it is stored).
 fn is_decision_refusal(e: &AgentError, queued: &Queued) -> bool {
-    matches!(queued, Queued::Decisions { .. })
+    matches!(queued, Queued::Decisions { .. } | Queued::Result { .. })
         && matches!(
             e.code(),
             "not_suspended" | "unknown_call_id" | "invalid_decision" | "expired"

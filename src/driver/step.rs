@@ -243,21 +243,35 @@ pub(super) async fn persist(
                 admission.set(if refusal { Admit::Refused } else { Admit::Done });
                 return Err(e.into());
             }
-            if refusal {
+            let unreachable =
+                matches!(e, StoreError::Unavailable(_)) && matches!(g_store(s), Store::Remote(_));
+            if refusal || unreachable {
                 // Only a takeover of a lapsed lease lets another agent write during a run; a
-                // result computed meanwhile is still the call's result.
+                // result computed meanwhile is still the call's result. So is one a remote
+                // thread's handler could not be told of: it waits in the outbox.
                 let mut g = s.borrow_mut();
                 let stored = g.engine.state().run.clone();
-                let refused: Vec<(String, String)> = commit
-                    .run
-                    .iter()
-                    .flat_map(|r| r.results.iter())
-                    .filter(|r| !stored.as_ref().is_some_and(|j| j.has_result(&r.call_id)))
-                    .map(|r| (r.call_id.clone(), r.result.clone()))
+                let in_journal = commit.run.iter().flat_map(|r| r.results.iter());
+                let journal = in_journal.map(|r| (r.call_id.clone(), r.result.clone()));
+                let in_message = commit.append.iter().filter_map(|m| m.tool_results());
+                let message = in_message
+                    .flatten()
+                    .filter_map(|e| Some((e.call_id.clone(), e.result.clone()?)));
+                let refused: Vec<(String, String)> = journal
+                    .chain(message)
+                    .filter(|(id, _)| !stored.as_ref().is_some_and(|j| j.has_result(id)))
                     .collect();
-                g.refused.extend(refused);
+                for r in refused {
+                    if !g.refused.contains(&r) {
+                        g.refused.push(r);
+                    }
+                }
             }
             Err(e.into())
         }
     }
+}
+
+fn g_store(s: &Shared) -> Store {
+    s.borrow().store.clone()
 }

@@ -87,6 +87,9 @@ pub enum Queued {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
     },
+    /// A call's result computed while its write could not reach the handler: offered as a
+    /// late result (the call is re-gated first, as one whose run was cut off).
+    Result { call_id: String, result: String },
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -198,3 +198,28 @@ test('Agent.subscribeThreads: another tab hears a thread created, its status cha
   const bad = await run(b, () => window.gh.error(() => window.gh.Agent.subscribeThreads({}, 'nope')));
   assert.equal(bad?.code, 'invalid_config');
 });
+
+test('a thread-list subscription whose unsubscribe function was dropped and collected keeps listening', T, async (t) => {
+  if (h.engine !== 'chromium') return t.skip('forces a garbage collection through CDP');
+  const { page, context, errors } = await h.open(t);
+  const db = uid('db');
+  await run(page, (db) => {
+    window.heardList = [];
+    // The returned unsubscribe function is not kept: the garbage collector frees it.
+    window.gh.Agent.subscribeThreads({ database: db }, (c) => window.heardList.push(c.threadId));
+  }, db);
+  const cdp = await context.newCDPSession(page);
+  for (let i = 0; i < 3; i++) {
+    await cdp.send('HeapProfiler.collectGarbage');
+    await run(page, () => new Promise((r) => setTimeout(r, 50)));
+  }
+  const heard = await run(page, async (db) => {
+    const { gh } = window;
+    const agent = await gh.Agent.open({ threadId: 'gc', storage: { database: db } });
+    await agent.chat('hello');
+    await gh.until(() => window.heardList.includes('gc'), 5_000);
+    return window.heardList;
+  }, db);
+  assert.ok(heard.includes('gc'), 'the listener still hears');
+  assert.deepEqual(errors.filter((e) => /closure invoked/.test(e)), [], 'no call of a freed closure');
+});

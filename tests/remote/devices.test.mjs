@@ -155,3 +155,42 @@ test('offline: the thread stays readable, a message waits in the outbox and is s
   const after = await remote.pool.query('select json from gatehouse_messages where thread = $1 order by seq', [threadId]);
   assert.equal(after.rows.length, 4, 'the queued message was stored once, and answered once');
 });
+
+test('a result computed while the handler cannot be reached is kept, and stored once it can', T, async (t) => {
+  const threadId = uid('t');
+  const sc = await h.scenario([gated('call_1', '/cut'), { text: 'Done.' }]);
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  // The tool takes the device offline while it runs: its result cannot be written then.
+  await context.exposeFunction('goOffline', () => context.setOffline(true));
+  const { page } = await h.open(t, { context });
+  const state = await run(page, async ({ url, threadId, model }) => {
+    const { gh } = window;
+    window.runs = 0;
+    const tool = gh.tool('delete_file', {
+      requireApproval: true,
+      execute: async (inputs) => { window.runs++; await window.goOffline(); return { deleted: inputs.path }; },
+    });
+    window.agent = await gh.Agent.open({ threadId, model, tools: [tool],
+      storage: { kind: 'remote', url, headers: { authorization: 'Bearer clerk' } } });
+    await window.agent.chat('delete /cut');
+    const r = await gh.error(() => window.agent.submitDecisions({ call_1: 'approve' }));
+    return { error: r?.code ?? null, status: window.agent.status(), runs: window.runs };
+  }, { url: remote.url, threadId, model: sc.openai() }, 30_000);
+  assert.equal(state.runs, 1);
+  assert.equal(state.error, 'storage', 'the result could not be written');
+  assert.equal(state.status, 'queued', 'it waits on this device');
+
+  await context.setOffline(false);
+  const end = await run(page, async () => {
+    const a = window.agent;
+    await window.gh.until(() => !['queued', 'running'].includes(a.status()), 20_000);
+    // The late result is the call's; the turn goes on as after any interrupted run.
+    if (a.status() === 'interrupted') await a.retry();
+    const results = (await window.agent.messages()).filter((m) => m.type === 'tool_call_result').flatMap((m) => m.tools);
+    return { status: window.agent.status(), runs: window.runs, results: results.map((e) => [e.callId, e.result]) };
+  }, null, 30_000);
+  assert.equal(end.runs, 1, 'never run again');
+  assert.deepEqual(end.results.map((r) => r[0]), ['call_1']);
+  assert.match(end.results[0][1], /deleted/, 'the result computed offline is the one stored');
+});
