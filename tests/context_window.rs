@@ -89,7 +89,7 @@ fn the_instructions_and_tools_are_counted() {
 #[test]
 fn a_turn_that_does_not_fit_is_refused_before_anything_is_sent() {
     let mut m = thread(3, 100);
-    m.push(Message::user_text(id(99), &"y".repeat(40_000)));
+    m.push(Message::user_text(id(99), "y".repeat(40_000)));
     let s = sized(&m);
     match select(&s, true, 10, 5_000) {
         Selection::Overflow {

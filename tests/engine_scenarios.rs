@@ -8,8 +8,6 @@ use gatehouse_agent::thread::ApprovalState;
 use serde_json::{Value, json};
 use support::*;
 
-/// The outcome of a run that ended with the model's answer.
-
 fn log(h: &mut Harness) -> Vec<String> {
     h.take_log()
 }
