@@ -157,7 +157,9 @@ class Session {
         const have = this.state.messages;
         const known = this.first + have.length;
         const limit = have.length === 0 || count < known ? this.pageSize : count - known + 1;
-        const page = await agent.messages({ limit });
+        // The page ends at `count`, the view's length: the store may already hold a newer
+        // message the view has not heard of, and a page ending there would not overlap ours.
+        const page = await agent.messages({ limit, beforeIndex: count });
         if (this.closed) return;
         const messages = count < known ? page : mergeTail(have, page);
         if (agent.messageCount !== count) continue; // it changed while we read: read again
