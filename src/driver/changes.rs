@@ -38,14 +38,14 @@ pub fn follow(s: &Shared) {
     let signal = controller.signal();
     s.borrow_mut().live.remote = Some(controller);
     let weak: Weak<RefCell<Session>> = Rc::downgrade(s);
+    let mine = thread.clone();
     let on_change = move |change: Change| {
-        if change.thread_id == thread {
+        if change.thread_id == mine {
             if let Some(s) = weak.upgrade() {
                 live::notice(&s, change.version.map(|v| v as f64));
             }
         }
     };
-    let thread = s.borrow().thread_id.clone();
     let weak: Weak<RefCell<Session>> = Rc::downgrade(s);
     let on_open = move || {
         if let Some(s) = weak.upgrade() {

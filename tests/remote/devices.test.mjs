@@ -194,3 +194,22 @@ test('a result computed while the handler cannot be reached is kept, and stored 
   assert.deepEqual(end.results.map((r) => r[0]), ['call_1']);
   assert.match(end.results[0][1], /deleted/, 'the result computed offline is the one stored');
 });
+
+test('subscribeThreads on a remote store hears a thread another device creates', T, async (t) => {
+  const threadId = uid('t');
+  const sc = await h.scenario([{ text: 'Hi.' }]);
+  const { page: phone } = await h.open(t);
+  await run(phone, ({ url }) => {
+    window.listed = [];
+    window.stopList = window.gh.Agent.subscribeThreads({ kind: 'remote', url, headers: { authorization: 'Bearer manager' } },
+      (c) => window.listed.push([c.threadId, c.status]));
+  }, { url: remote.url });
+  const desk = await device(t, { user: 'clerk', threadId, model: sc.openai(), withTool: false });
+  await run(desk, async () => window.agent.chat('hello'));
+  const heard = await run(phone, async (threadId) => {
+    await window.gh.until(() => window.listed.some(([id, st]) => id === threadId && st === 'idle'), 5_000);
+    window.stopList();
+    return window.listed.filter(([id]) => id === threadId);
+  }, threadId);
+  assert.ok(heard.some(([, st]) => st === 'idle'), JSON.stringify(heard));
+});

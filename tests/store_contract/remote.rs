@@ -129,11 +129,12 @@ impl ContractStore for Remote {
     /// Changes the thread's rows in Postgres (the contract server's `/__outside`).
     async fn change_outside(&self, thread: &str, change: Outside) -> Result<(), Inexpressible> {
         let body = match change {
-            Outside::SchemaVersion(v) => format!(r#"{{"schemaVersion":{v}}}"#),
-            Outside::MessageCount(n) => format!(r#"{{"messageCount":{n}}}"#),
-            Outside::UnreadableRow(seq) => format!(r#"{{"unreadableRow":{seq}}}"#),
-            Outside::UnreadableRecord => r#"{"unreadableRecord":true}"#.to_owned(),
-        };
+            Outside::SchemaVersion(v) => serde_json::json!({ "schemaVersion": v }),
+            Outside::MessageCount(n) => serde_json::json!({ "messageCount": n }),
+            Outside::UnreadableRow(seq) => serde_json::json!({ "unreadableRow": seq }),
+            Outside::UnreadableRecord => serde_json::json!({ "unreadableRecord": true }),
+        }
+        .to_string();
         let url = format!(
             "{}/__outside/{}",
             URL.trim_end_matches("/api/gatehouse"),
