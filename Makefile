@@ -34,6 +34,7 @@ test-native:
 	cargo fmt --check
 	cargo test --all-targets
 	cargo test -p gatehouse-server-core
+	cargo test -p gatehouse-demo-model
 
 # The pure core (thread, engine, schema, providers, events, the store model) must not touch the
 # browser APIs.
@@ -47,6 +48,7 @@ check-core-pure:
 check-wasm:
 	cargo build --lib --target wasm32-unknown-unknown
 	cargo build --lib --target wasm32-unknown-unknown --no-default-features
+	cargo build --lib --target wasm32-unknown-unknown --no-default-features --features browser
 
 pkg:
 	./scripts/build-pkg.sh

@@ -59,7 +59,13 @@ export class Agent {
 
   static async open(options) {
     await initialized();
-    if (options?.model?.provider === "local") {
+    const model = options?.model;
+    if (options && typeof options === "object" && (model == null || model.provider === "demo")) {
+      // The demo model's module loads only now (docs/design.md, "The demo model").
+      const { demoCall, loadDemoModel } = await import("./demo-model/index.js");
+      loadDemoModel().catch(() => {}); // fetched while the thread opens; a turn awaits it
+      options = { ...options, model: { provider: "demo", ...model, call: demoCall } };
+    } else if (model?.provider === "local") {
       // The in-page model's module loads only now (docs/design.md, "A model in the page").
       const { localModel } = await import("./local/index.js");
       const invalid = (m) => new GatehouseError("invalid_config", `invalid configuration: Agent.open: ${m}`, false);

@@ -20,7 +20,7 @@ toolchain=$(./scripts/pkg-toolchain.sh)
 target_dir=target/pkg
 RUSTFLAGS="-Zunstable-options -Csymbol-mangling-version=legacy -Zlocation-detail=none" \
   CARGO_TARGET_DIR=$target_dir cargo "+$toolchain" build --release --lib \
-  --target wasm32-unknown-unknown -Z build-std=std,panic_abort \
+  --no-default-features --features browser --target wasm32-unknown-unknown -Z build-std=std,panic_abort \
   -Z build-std-features=optimize_for_size -Z panic-immediate-abort \
   --config 'profile.release.panic="immediate-abort"'
 rm -rf pkg
@@ -65,6 +65,9 @@ cp -r pkg-template/ui pkg/ui
 # gatehouse-agent/server: the store handler (hand-written JS) over its wasm core in pkg/server/.
 cp pkg-template/server.js pkg-template/server.d.ts pkg/
 ./scripts/build-server-core.sh
+# The demo model's own wasm (the main wasm is built without the `demo` feature): gatehouse.js
+# imports demo-model/index.js only for an agent with provider "demo" or no model.
+./scripts/build-demo-model.sh
 # gatehouse-agent/local, the in-page model, with the llama.cpp runtime it runs (wllama's ESM
 # build, its wasm and licence), so that no CDN is asked; gatehouse.js imports it only for
 # `provider: "local"` (docs/design.md, "A model in the page").
@@ -85,6 +88,10 @@ cat pkg/gatehouse.js pkg/gatehouse_wasm.js $(find pkg/snippets -name '*.js' | so
 echo "package sizes:"
 size gatehouse_bg.wasm pkg/gatehouse_bg.wasm
 size "JS (all modules)" "$js"
+echo "the demo model (loaded only for provider \"demo\"):"
+cat pkg/demo-model/*.js > "$js"
+size "demo JS" "$js"
+size "demo model_bg.wasm" pkg/demo-model/model_bg.wasm
 echo "gatehouse-agent/local (loaded only for provider \"local\"):"
 cat pkg/local/*.js pkg/local/wllama/index.js > "$js"
 size "local JS" "$js"

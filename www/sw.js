@@ -8,7 +8,7 @@
 // and, if any file changed (e.g. the SDK was rebuilt), replaces the cached copies and
 // tells the page, which offers a reload. The running page is never given a mix of files.
 
-const VERSION = 'gatehouse-demo-v5';
+const VERSION = 'gatehouse-demo-v6';
 const FILES = [
   './',
   './index.html',
@@ -22,6 +22,10 @@ const FILES = [
   '../pkg/gatehouse.js',
   '../pkg/gatehouse_wasm.js',
   '../pkg/gatehouse_bg.wasm',
+  // The demo model, which the main wasm leaves out: the demo chats with it offline.
+  '../pkg/demo-model/index.js',
+  '../pkg/demo-model/model.js',
+  '../pkg/demo-model/model_bg.wasm',
   '../pkg/ui/index.js',
   '../pkg/ui/announcer.js',
   '../pkg/ui/cards.js',

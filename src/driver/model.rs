@@ -10,7 +10,7 @@ use crate::engine::ModelOutput;
 use crate::event::{Event, EventError};
 use crate::providers::{
     ModelConfig, ProviderError, ProviderKind, ResponseStream, RetryPolicy, StreamDelta, ToolDef,
-    build_request, demo, parse_response,
+    build_request, parse_response,
 };
 use crate::thread::Message;
 use std::borrow::Cow;
@@ -37,13 +37,22 @@ pub async fn call(
         return Err(AgentError::Aborted);
     }
     match m.cfg.provider {
+        // The npm package's demo: its own module, called as a custom model is (gatehouse.js).
+        ProviderKind::Demo | ProviderKind::Custom if m.custom.is_some() => {
+            custom(m, instructions, history, tools, signal, ev).await
+        }
+        #[cfg(feature = "demo")]
         ProviderKind::Demo => {
-            let out = demo::respond_with(history, tools, JS_UNICODE);
-            for d in demo::stream_deltas(&out) {
+            let out = crate::providers::demo::respond_with(history, tools, JS_UNICODE);
+            for d in crate::providers::demo::stream_deltas(&out) {
                 emit_delta(ev, &d);
             }
             Ok(out)
         }
+        #[cfg(not(feature = "demo"))]
+        ProviderKind::Demo => Err(AgentError::InvalidConfig(
+            "this build has no in-process demo model (cargo feature `demo`)".into(),
+        )),
         ProviderKind::Custom => custom(m, instructions, history, tools, signal, ev).await,
         ProviderKind::OpenAi | ProviderKind::Anthropic => {
             let req = build_request(&m.cfg, instructions, history, tools)?;
@@ -177,7 +186,8 @@ fn emit_delta(ev: &Emitter, d: &StreamDelta) {
 }
 
 /// The demo's Unicode operations, by the browser's own code (see `demo::Unicode`).
-const JS_UNICODE: demo::Unicode = demo::Unicode {
+#[cfg(feature = "demo")]
+const JS_UNICODE: crate::providers::demo::Unicode = crate::providers::demo::Unicode {
     lowercase: js_lowercase,
     is_alphanumeric: |c| {
         c.is_ascii_alphanumeric() || !c.is_ascii() && js_test(c, "^[\\p{Alphabetic}\\p{N}]$")
@@ -186,11 +196,13 @@ const JS_UNICODE: demo::Unicode = demo::Unicode {
 };
 
 /// JS's `toLowerCase` (the Unicode default case conversion, like `str::to_lowercase`).
+#[cfg(feature = "demo")]
 fn js_lowercase(s: &str) -> String {
     js_sys::JsString::from(s).to_lower_case().into()
 }
 
 /// Whether the Unicode regexp `pattern` matches `c` (for the non-ASCII chars of demo texts).
+#[cfg(feature = "demo")]
 fn js_test(c: char, pattern: &str) -> bool {
     js_sys::RegExp::new(pattern, "u").test(c.encode_utf8(&mut [0; 4]))
 }

@@ -151,6 +151,10 @@ struct CustomRequest<'a> {
     on_text: Option<&'a JsValue>,
     #[serde(rename = "onProgress", serialize_with = "js_ref")]
     on_progress: Option<&'a JsValue>,
+    #[serde(rename = "onToolCallStart", serialize_with = "js_ref")]
+    on_tool_call_start: Option<&'a JsValue>,
+    #[serde(rename = "onToolCallDelta", serialize_with = "js_ref")]
+    on_tool_call_delta: Option<&'a JsValue>,
 }
 
 #[derive(Serialize)]
@@ -198,6 +202,23 @@ pub fn custom_model(f: Function) -> CustomModel {
                     })
                 },
             );
+            let ev = req.events.clone();
+            let on_start = Closure::<dyn Fn(f64, String, String)>::new(
+                move |index: f64, id: String, name: String| {
+                    ev.emit(&Event::ToolCallStarted {
+                        index: index as usize,
+                        call_id: Cow::Owned(id),
+                        name: Cow::Owned(name),
+                    })
+                },
+            );
+            let ev = req.events.clone();
+            let on_delta = Closure::<dyn Fn(f64, String)>::new(move |index: f64, delta: String| {
+                ev.emit(&Event::ToolCallDelta {
+                    index: index as usize,
+                    delta: Cow::Owned(delta),
+                })
+            });
             let request = to_js(&CustomRequest {
                 messages: json_js(req.messages),
                 tools: json_js(&tools),
@@ -205,11 +226,13 @@ pub fn custom_model(f: Function) -> CustomModel {
                 signal: req.signal,
                 on_text: Some(on_text.as_ref()),
                 on_progress: Some(on_progress.as_ref()),
+                on_tool_call_start: Some(on_start.as_ref()),
+                on_tool_call_delta: Some(on_delta.as_ref()),
             });
             let ret = f.call1(&JsValue::NULL, &request);
             Box::pin(async move {
                 let ret = settle(ret).await;
-                drop((on_text, on_progress));
+                drop((on_text, on_progress, on_start, on_delta));
                 let ret = ret.map_err(|e| custom_error(&e))?;
                 let a: CustomAnswer = from_js(ret).map_err(|e| bad_custom(&e))?;
                 Ok(ModelOutput {

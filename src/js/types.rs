@@ -126,6 +126,11 @@ export interface CustomModelRequest {
   onText: (delta: string) => void;
   /** Reports getting or loading a model file (a `model_progress` event). */
   onProgress: (phase: "download" | "cache" | "load", loaded: number, total?: number) => void;
+  /** Streams the start of the answer's tool call number `index` (a `tool_call_started`
+   *  event); its `id` and `name` are the ones the answer's `toolCalls[index]` gives. */
+  onToolCallStart: (index: number, id: string, name: string) => void;
+  /** Streams a fragment of that call's arguments' JSON text (a `tool_call_delta` event). */
+  onToolCallDelta: (index: number, delta: string) => void;
 }
 export interface CustomModelAnswer {
   text?: string;

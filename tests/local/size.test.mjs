@@ -56,3 +56,53 @@ test('a page chatting with another provider fetches nothing of the local module'
     await h.close();
   }
 });
+
+// The demo model leaves the main wasm too (docs/design.md, "The demo model"): it is its own
+// wasm, demo-model/, imported by gatehouse.js only for provider "demo" or no model.
+test('the main entry imports nothing of the demo model, and its wasm holds none of it', () => {
+  const graph = staticGraph('gatehouse.js');
+  assert.deepEqual(graph.filter((f) => f.startsWith('demo-model/')), []);
+  // The demo's own texts are in its wasm, not in the main one.
+  const demoText = '(demo) I have nothing to add.';
+  assert.ok(read('demo-model/model_bg.wasm').toString('latin1').includes(demoText));
+  assert.ok(!read('gatehouse_bg.wasm').toString('latin1').includes(demoText));
+  const entry = read('gatehouse.js').toString();
+  assert.match(entry, /model\.provider === "demo"\)\) \{[\s\S]{0,200}?await import\("\.\/demo-model\/index\.js"\)/s);
+  const gz = (files) => gzipSync(Buffer.concat(files.map(read)), { level: 9 }).length;
+  console.log(`demo model (only for provider "demo"): JS ${gz(['demo-model/index.js', 'demo-model/model.js'])} B gzip, wasm ${gz(['demo-model/model_bg.wasm'])} B gzip`);
+});
+
+test('a page with a real model fetches nothing of the demo model; one without a model loads it and chats', { timeout: 60_000 }, async () => {
+  const h = await start();
+  try {
+    await h.goto();
+    const custom = await h.page.evaluate(async () => {
+      const agent = await window.t.Agent.open({
+        threadId: 'custom', storage: { kind: 'memory' },
+        model: { provider: 'custom', call: () => ({ text: 'from the app' }) },
+      });
+      const r = await agent.chat('hello');
+      return { status: r.status, text: r.message.content[0].content };
+    });
+    assert.deepEqual(custom, { status: 'completed', text: 'from the app' });
+    assert.deepEqual(h.server.requests.filter((p) => p.startsWith('/pkg/demo-model/')), []);
+
+    // No model: the demo, with its streamed tool call, as before it moved out.
+    await h.page.evaluate(() => window.t.open('demo', undefined, { gated: true }));
+    const r = await h.page.evaluate(() => window.t.chat('demo', 'please delete /tmp/a.txt'));
+    assert.equal(r.status, 'awaiting_approval', JSON.stringify(r));
+    assert.deepEqual(r.message.tools.map((t) => [t.name, t.inputs]), [['delete_file', { path: '/tmp/a.txt' }]]);
+    const types = (await h.page.evaluate(() => window.t.events.filter((e) => e.threadId === 'demo').map((e) => e.type)));
+    assert.deepEqual([...new Set(types)], ['message', 'text_delta', 'tool_call_started', 'tool_call_delta', 'awaiting_approval']);
+    const started = await h.page.evaluate(() => window.t.events.find((e) => e.type === 'tool_call_started'));
+    assert.equal(started.callId, r.message.tools[0].callId);
+    const args = await h.page.evaluate(() => window.t.events.filter((e) => e.type === 'tool_call_delta').map((e) => e.delta).join(''));
+    assert.deepEqual(JSON.parse(args), { path: '/tmp/a.txt' });
+    const done = await h.page.evaluate((id) => window.t.decide('demo', { [id]: 'approve' }), r.message.tools[0].callId);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.match(done.message.content[0].content, /^\(demo\) Tool results:\n- delete_file returned: deleted \/tmp\/a\.txt/);
+    assert.deepEqual(h.server.requests.filter((p) => p.startsWith('/pkg/demo-model/')).sort(), ['/pkg/demo-model/index.js', '/pkg/demo-model/model.js', '/pkg/demo-model/model_bg.wasm']);
+  } finally {
+    await h.close();
+  }
+});
