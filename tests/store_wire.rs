@@ -120,8 +120,14 @@ fn refusals_read_back_as_the_local_stores_errors() {
         let back: WireError = serde_json::from_str(&text).unwrap();
         assert_eq!(back.into_store_error(), e);
     }
-    let other = WireError::of(&StoreError::Quota("full".into())).into_store_error();
-    assert!(matches!(other, StoreError::Other(m) if m.starts_with("storage: ")));
+    // The handler's database failed (`storage`, also a full one): retried like an unreachable
+    // handler, under the same commit id, so the input waits in the outbox and is not lost.
+    let full = WireError::of(&StoreError::Quota("full".into())).into_store_error();
+    assert!(matches!(full, StoreError::Unavailable(m) if m.contains("database failed")));
+    let down = WireError::new("storage", "the database failed (57P01)".into()).into_store_error();
+    assert!(matches!(down, StoreError::Unavailable(_)));
+    let other = WireError::new("invalid_request", "bad".into()).into_store_error();
+    assert!(matches!(other, StoreError::Other(m) if m.starts_with("invalid_request: ")));
 }
 
 #[test]

@@ -179,7 +179,8 @@ impl WireError {
     }
 
     /// The store error a browser reads back: `conflict`, `busy`, a newer record and corrupt
-    /// data as the local stores report them, anything else of the store's as `Other`.
+    /// data as the local stores report them, a failed database as `Unavailable` (retried, and
+    /// queued in the outbox), anything else of the store's as `Other`.
     pub fn into_store_error(self) -> StoreError {
         match (self.code.as_str(), self.expected, self.found, self.owner) {
             ("conflict", Some(expected), Some(found), _) => {
@@ -189,6 +190,13 @@ impl WireError {
             ("unauthorized", ..) => StoreError::Unauthorized(self.message),
             ("storage", ..) if self.newer.is_some() => StoreError::Newer(self.newer.unwrap_or(0)),
             ("storage", ..) if self.corrupt => StoreError::Corrupt(self.message),
+            // The handler's database failed (down, restarting, full): the write may or may not
+            // have landed, and a retry under the same commit id is answered as it was. So it
+            // is retried as when the handler cannot be reached: the input waits in the outbox.
+            ("storage", ..) => StoreError::Unavailable(format!(
+                "the thread store's database failed: {}",
+                self.message
+            )),
             _ => StoreError::Other(format!("{}: {}", self.code, self.message)),
         }
     }

@@ -213,3 +213,84 @@ test('subscribeThreads on a remote store hears a thread another device creates',
   }, threadId);
   assert.ok(heard.some(([, st]) => st === 'idle'), JSON.stringify(heard));
 });
+
+test('two devices decide different calls of one turn at once: the later is a conflict that writes nothing, sent again it lands; each call runs once', T, async (t) => {
+  const threadId = uid('t');
+  const two = { toolCalls: [
+    { id: 'call_1', name: 'delete_file', arguments: { path: '/one' } },
+    { id: 'call_2', name: 'delete_file', arguments: { path: '/two' } },
+  ] };
+  const sc = await h.scenario([two, { text: 'Both handled.' }]);
+  const desk = await device(t, { user: 'clerk', threadId, model: sc.openai(), withTool: true });
+  const phone = await device(t, { user: 'manager', threadId });
+  assert.equal(await run(desk, async () => (await window.agent.chat('delete both')).status), 'awaiting_approval');
+  await run(phone, async () => window.gh.until(() => window.agent.pendingTools().length === 2, 5_000));
+  const decide = (page, decisions) => run(page, async (decisions) => {
+    const r = await window.gh.error(() => window.agent.submitDecisions(decisions));
+    return r?.code ?? 'ok';
+  }, decisions);
+  const mine = [[desk, { call_1: 'approve' }], [phone, { call_2: 'reject' }]];
+  const first = await Promise.all(mine.map(([page, d]) => decide(page, d)));
+  // Two commits at one version: the later is a stale write, refused with `conflict` having
+  // written nothing (SPEC §4: never a silent overwrite), and its device has the fresh thread.
+  // Sent again, it lands.
+  assert.ok(first.includes('ok') && first.every((c) => c === 'ok' || c === 'conflict'), String(first));
+  for (const [i, code] of first.entries()) {
+    if (code !== 'conflict') continue;
+    const [page, d] = mine[i];
+    assert.equal(await decide(page, d), 'ok', 'resent on the fresh thread, it lands');
+  }
+  const end = await run(desk, async () => {
+    await window.gh.until(() => window.agent.status() === 'idle' && window.agent.lastMessage()?.content?.[0]?.content === 'Both handled.', 15_000);
+    await new Promise((r) => setTimeout(r, 500));
+    const audit = await window.agent.audit();
+    return {
+      calls: window.gh.calls.map((c) => c.inputs.path),
+      audit: audit.map((r) => [r.callId, r.outcome, r.decidedBy]).sort(),
+    };
+  }, null, 25_000);
+  assert.deepEqual(end.calls, ['/one'], 'the approved call ran once, the rejected one never');
+  assert.deepEqual(end.audit, [['call_1', 'ok', 'clerk'], ['call_2', 'rejected', 'manager']]);
+});
+
+test('the handler answers nothing after committing a decision: the retry is answered as the success it was, the call runs once', T, async (t) => {
+  const threadId = uid('t');
+  const sc = await h.scenario([gated('call_1', '/lost'), { text: 'Deleted.' }]);
+  const desk = await device(t, { user: 'clerk', threadId, model: sc.openai(), withTool: true });
+  assert.equal(await run(desk, async () => (await window.agent.chat('delete /lost')).status), 'awaiting_approval');
+  remote.loseAnswer((method, path) => method === 'POST' && path.endsWith('/commit'));
+  const r = await run(desk, async () => {
+    const s = await window.agent.submitDecisions({ call_1: 'approve' });
+    return { status: s.status, calls: window.gh.calls.map((c) => c.inputs.path) };
+  }, null, 30_000);
+  assert.equal(remote.lost.length, 1, 'one answer was lost');
+  assert.deepEqual(r, { status: 'completed', calls: ['/lost'] });
+  const rows = await remote.pool.query('select count(*)::int as n from gatehouse_messages where thread = $1', [threadId]);
+  assert.equal(rows.rows[0].n, 4, 'user, call, result, answer: the decision applied once');
+  const audit = await run(desk, async () => (await window.agent.audit()).map((a) => [a.callId, a.outcome]));
+  assert.deepEqual(audit, [['call_1', 'ok']]);
+});
+
+test('Postgres is killed while a decision is sent and restarted: the decision waits in the outbox, then the call runs once', T, async (t) => {
+  const threadId = uid('t');
+  const sc = await h.scenario([gated('call_1', '/pg'), { text: 'Deleted after the restart.' }]);
+  const desk = await device(t, { user: 'clerk', threadId, model: sc.openai(), withTool: true });
+  assert.equal(await run(desk, async () => (await window.agent.chat('delete /pg')).status), 'awaiting_approval');
+  remote.postgres.kill();
+  let restarted = false;
+  t.after(async () => { if (!restarted) await remote.postgres.restart(); });
+  const during = await run(desk, async () => {
+    let state;
+    const e = await window.gh.error(async () => { state = await window.agent.submitDecisions({ call_1: 'approve' }); });
+    return { result: e?.code ?? state.status, status: window.agent.status(), calls: window.gh.calls.length };
+  }, null, 30_000);
+  assert.deepEqual(during, { result: 'queued', status: 'queued', calls: 0 }, JSON.stringify(during));
+  await remote.postgres.restart();
+  restarted = true;
+  const end = await run(desk, async () => {
+    await window.gh.until(() => window.agent.status() === 'idle' && window.gh.calls.length > 0, 20_000);
+    await new Promise((r) => setTimeout(r, 500));
+    return { calls: window.gh.calls.map((c) => c.inputs.path), last: window.agent.lastMessage()?.content?.[0]?.content };
+  }, null, 30_000);
+  assert.deepEqual(end, { calls: ['/pg'], last: 'Deleted after the restart.' });
+});

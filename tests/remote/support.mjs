@@ -7,11 +7,24 @@
 import { bearer, startStoreServer } from '../support/store-server.mjs';
 
 export async function startRemote() {
-  const state = { allow: () => true };
+  const state = { allow: () => true, lose: null, lost: [] };
   const server = await startStoreServer({
     authorize: (request, { threadId, action }) => {
       const user = bearer(request);
       return user && state.allow(user, threadId, action) ? user : null;
+    },
+    // `remote.loseAnswer(pred)`: the next request matching `pred(method, path)` is handled in
+    // full (its transaction commits), then its connection is cut before the answer is
+    // written, as when the handler dies between commit and response.
+    wrap: (listener) => (req, res) => {
+      if (state.lose && state.lose(req.method, req.url)) {
+        state.lose = null;
+        state.lost.push(`${req.method} ${req.url}`);
+        res.writeHead = () => { req.socket.destroy(); return res; };
+        res.write = () => true;
+        res.end = () => res;
+      }
+      return listener(req, res);
     },
   });
   return {
@@ -19,6 +32,8 @@ export async function startRemote() {
     pool: server.pool,
     postgres: server.postgres,
     set allow(f) { state.allow = f; },
+    loseAnswer(pred) { state.lose = pred; },
+    get lost() { return state.lost; },
     stop: () => server.close(),
   };
 }
