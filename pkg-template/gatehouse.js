@@ -3,7 +3,7 @@
 // before init() is `not_initialized` (a call while init() runs waits for it); dispose()
 // while a call runs lets it finish and releases the agent after; any call after dispose()
 // is `disposed`. scripts/build-pkg.sh fills in the path of the error module.
-import initWasm, { initSync as initSyncWasm, Agent as Core } from "./gatehouse_wasm.js";
+import initWasm, { initSync as initSyncWasm, Agent as Core, setDemoModel } from "./gatehouse_wasm.js";
 import { GatehouseError } from "__ERROR_MODULE__";
 
 export { GatehouseError };
@@ -17,9 +17,15 @@ export const defineTool = (tool) => tool;
 let ready = null;
 let loaded = false; // init() has finished: synchronous calls may go ahead
 
+// The offline demo model is not in the main wasm: its module loads at its first model call,
+// so an agent with another model, or one that never calls a model (a device that only reads
+// and decides), never fetches it (docs/design.md, "The demo model").
+const demoModel = async (request) => (await import("./demo-model/index.js")).demoCall(request);
+
 export default function init(input) {
   ready ??= initWasm(input).then(
     () => {
+      setDemoModel(demoModel);
       loaded = true;
     },
     (e) => {
@@ -32,6 +38,7 @@ export default function init(input) {
 
 export function initSync(input) {
   initSyncWasm(input);
+  setDemoModel(demoModel);
   ready = Promise.resolve();
   loaded = true;
 }
@@ -59,13 +66,7 @@ export class Agent {
 
   static async open(options) {
     await initialized();
-    const model = options?.model;
-    if (options && typeof options === "object" && (model == null || model.provider === "demo")) {
-      // The demo model's module loads only now (docs/design.md, "The demo model").
-      const { demoCall, loadDemoModel } = await import("./demo-model/index.js");
-      loadDemoModel().catch(() => {}); // fetched while the thread opens; a turn awaits it
-      options = { ...options, model: { provider: "demo", ...model, call: demoCall } };
-    } else if (model?.provider === "local") {
+    if (options?.model?.provider === "local") {
       // The in-page model's module loads only now (docs/design.md, "A model in the page").
       const { localModel } = await import("./local/index.js");
       const invalid = (m) => new GatehouseError("invalid_config", `invalid configuration: Agent.open: ${m}`, false);

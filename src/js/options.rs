@@ -16,6 +16,7 @@ use js_sys::Function;
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer, Error as _, Unexpected, Visitor};
 use serde_json::Value;
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
@@ -110,6 +111,18 @@ struct RunParams {
     by: Option<String>,
 }
 
+thread_local! {
+    /// The demo model's `call` (pkg-template/gatehouse.js registers it at init).
+    static DEMO: std::cell::RefCell<Option<Function>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Registers the package's demo model, which the main wasm leaves out (docs/design.md, "The
+/// demo model"). Internal: gatehouse.js calls it once the wasm is loaded.
+#[wasm_bindgen(js_name = setDemoModel, skip_typescript)]
+pub fn set_demo_model(call: Function) {
+    DEMO.with(|d| *d.borrow_mut() = Some(call));
+}
+
 fn bad(m: impl Into<String>) -> AgentError {
     AgentError::InvalidConfig(m.into())
 }
@@ -120,6 +133,13 @@ pub fn parse(options: JsValue) -> Result<OpenOptions, AgentError> {
     let mut o = OpenOptions::new(p.thread_id);
     if let Some(m) = p.model {
         o = o.model(model(m)?);
+    }
+    // The demo (no `model`, or `provider: "demo"`) is the package's demo module, called as a
+    // custom model is; `model_given` stays as the options said.
+    if o.model.0.cfg.provider == ProviderKind::Demo && o.model.0.custom.is_none() {
+        o.model.0.custom = DEMO
+            .with(|d| d.borrow().clone())
+            .map(functions::custom_model);
     }
     if let Some(text) = p.instructions {
         o = o.instructions(text);

@@ -67,7 +67,8 @@ test('the main entry imports nothing of the demo model, and its wasm holds none 
   assert.ok(read('demo-model/model_bg.wasm').toString('latin1').includes(demoText));
   assert.ok(!read('gatehouse_bg.wasm').toString('latin1').includes(demoText));
   const entry = read('gatehouse.js').toString();
-  assert.match(entry, /model\.provider === "demo"\)\) \{[\s\S]{0,200}?await import\("\.\/demo-model\/index\.js"\)/s);
+  // The one way in: a dynamic import at the demo's first model call.
+  assert.match(entry, /const demoModel = async \(request\) => \(await import\("\.\/demo-model\/index\.js"\)\)\.demoCall\(request\);/);
   const gz = (files) => gzipSync(Buffer.concat(files.map(read)), { level: 9 }).length;
   console.log(`demo model (only for provider "demo"): JS ${gz(['demo-model/index.js', 'demo-model/model.js'])} B gzip, wasm ${gz(['demo-model/model_bg.wasm'])} B gzip`);
 });
@@ -87,8 +88,11 @@ test('a page with a real model fetches nothing of the demo model; one without a 
     assert.deepEqual(custom, { status: 'completed', text: 'from the app' });
     assert.deepEqual(h.server.requests.filter((p) => p.startsWith('/pkg/demo-model/')), []);
 
-    // No model: the demo, with its streamed tool call, as before it moved out.
+    // No model, but no model call either (a device that only reads and decides): nothing yet.
     await h.page.evaluate(() => window.t.open('demo', undefined, { gated: true }));
+    assert.deepEqual(h.server.requests.filter((p) => p.startsWith('/pkg/demo-model/')), []);
+
+    // Its first chat: the demo, with its streamed tool call, as before it moved out.
     const r = await h.page.evaluate(() => window.t.chat('demo', 'please delete /tmp/a.txt'));
     assert.equal(r.status, 'awaiting_approval', JSON.stringify(r));
     assert.deepEqual(r.message.tools.map((t) => [t.name, t.inputs]), [['delete_file', { path: '/tmp/a.txt' }]]);
