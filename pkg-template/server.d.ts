@@ -38,7 +38,10 @@ export interface StoreHandlerOptions {
   pollMs?: number;
   /** How often an idle SSE stream sends a comment (default 15000 ms). */
   pingMs?: number;
-  /** The core's wasm, where it cannot be read from the file beside this module (Workers). */
+  /**
+   * The core's wasm, where the file beside this module can be neither read nor fetched (a
+   * Worker: `import wasm from "gatehouse-agent/server/core_bg.wasm"`).
+   */
   wasm?: WebAssembly.Module | BufferSource;
 }
 

@@ -73,16 +73,38 @@ function invalidConfig(message) {
 }
 
 let coreReady = null;
-/** Instantiates the wasm core once: from `wasm` (a Module or bytes), else the file beside. */
+/**
+ * Instantiates the wasm core once: from `wasm` (a Module or bytes), else the file beside this
+ * module — read from disk where it is a file (Node, Deno, Bun; a bundler's copy), fetched where
+ * it is not (a module served over HTTP). A Worker has neither: it passes `wasm`.
+ */
 function loadCore(wasm) {
   if (!coreReady) {
     coreReady = (async () => {
       let module = wasm;
       if (!module) {
-        const { readFile } = await import("node:fs/promises");
-        module = await readFile(new URL("./server/core_bg.wasm", import.meta.url));
+        let url = "./server/core_bg.wasm";
+        try {
+          url = new URL(url, import.meta.url);
+          if (url.protocol === "file:") {
+            const { readFile } = await import("node:fs/promises");
+            module = await readFile(url);
+          } else {
+            const r = await fetch(url);
+            if (!r.ok) throw new Error(`HTTP ${r.status}`);
+            module = new Uint8Array(await r.arrayBuffer());
+          }
+        } catch (e) {
+          throw invalidConfig(`cannot read the core's wasm (${url}: ${e?.message ?? e}); ` +
+            'pass it as the wasm option (on Workers: import wasm from ' +
+            '"gatehouse-agent/server/core_bg.wasm")');
+        }
       }
-      core.initSync({ module });
+      try {
+        core.initSync({ module });
+      } catch (e) {
+        throw invalidConfig(`the wasm is not the store handler's core (${e?.message ?? e})`);
+      }
     })();
     coreReady.catch(() => {
       coreReady = null;
@@ -675,6 +697,8 @@ class ChangeFeed {
     this.streams = new Set();
     this.waiters = new Set();
     this.listener = null;
+    this.connecting = null;
+    this.refused = null;
     this.cursor = null;
     this.timer = null;
     this.pinger = null;
@@ -711,9 +735,15 @@ class ChangeFeed {
     });
   }
 
-  async ensureListening() {
-    if (!this.notify || this.listener || this.closed) return;
+  /** Resolves once the LISTEN connection is up, or has failed (then the feed has reacted). */
+  ensureListening() {
+    if (!this.notify || this.listener || this.closed) return this.connecting;
     this.listener = "connecting";
+    this.connecting = this.listen();
+    return this.connecting;
+  }
+
+  async listen() {
     let client;
     try {
       client = await this.pool.connect();
@@ -727,10 +757,25 @@ class ChangeFeed {
       this.listener = client;
       // Everyone left while it connected.
       this.releaseIfIdle();
-    } catch {
+    } catch (e) {
       if (client) client.release(true);
       this.listener = null;
-      this.endStreams();
+      if (typeof e?.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && !this.closed) {
+        // The database answered, and refused LISTEN (CockroachDB: 0A000, "unimplemented"):
+        // it has none. This feed polls from now on, as with notify: false, and each stream
+        // says why in a comment, so that the app can set notify: false and skip the attempt.
+        this.refused = `the database refused LISTEN (${e.code}: ${e.message}); polling every ` +
+          `${this.pollMs} ms instead (createStoreHandler({ notify: false }) polls without trying)`;
+        this.notify = false;
+        clearInterval(this.timer);
+        this.timer = null;
+        for (const s of this.streams) s.send(`: ${this.refused.replace(/\n/g, " ")}\n\n`);
+        if (this.streams.size) this.start();
+      } else {
+        // The connection failed: notices may be lost, so every stream ends (clients
+        // reconnect and reload).
+        this.endStreams();
+      }
     }
   }
 
@@ -777,6 +822,7 @@ class ChangeFeed {
         };
         feed.streams.add(entry);
         entry.send("retry: 1000\n: connected\n\n");
+        if (feed.refused) entry.send(`: ${feed.refused.replace(/\n/g, " ")}\n\n`);
         feed.start();
       },
       cancel() {

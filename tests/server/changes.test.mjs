@@ -165,3 +165,72 @@ test("pruned notices: a poll from before them is told to reload (reset)", async 
   assert.deepEqual(fresh.body, { changes: [], cursor: seen.body.cursor });
   assert.equal(await quiet.handle.pruneChanges(), 0, "nothing an hour old");
 });
+
+test("a database that refuses LISTEN (CockroachDB's 0A000): the stream polls instead, and says why", async () => {
+  const { createStoreHandler } = await import("../../pkg/server.js");
+  const real = new pg.Pool({ connectionString: a.postgres.connectionString, max: 4 });
+  real.on("error", () => {});
+  // Real clients, except that LISTEN fails as CockroachDB answers it.
+  let listens = 0;
+  const wrapped = new WeakSet();
+  const pool = {
+    query: (...args) => real.query(...args),
+    async connect() {
+      const c = await real.connect();
+      if (!wrapped.has(c)) {
+        wrapped.add(c);
+        const query = c.query;
+        c.query = function (text, ...rest) {
+          if (typeof text === "string" && text.startsWith("LISTEN")) {
+            listens++;
+            return Promise.reject(Object.assign(new Error("unimplemented: this syntax"),
+              { code: "0A000" }));
+          }
+          return query.call(this, text, ...rest);
+        };
+      }
+      return c;
+    },
+  };
+  const handle = createStoreHandler({ pool, authorize: () => "bob", pollMs: 200 });
+  const open = async () => {
+    const r = await handle(new Request("http://h/changes"));
+    assert.equal(r.status, 200);
+    const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    return {
+      /** Reads until `pattern` matches what came so far; the time it took, or null. */
+      async until(pattern, ms) {
+        const t0 = Date.now();
+        while (!pattern.test(text)) {
+          const chunk = await Promise.race([reader.read(),
+            new Promise((resolve) => setTimeout(() => resolve(null), ms - (Date.now() - t0)))]);
+          if (chunk === null || chunk.done) return null;
+          text += chunk.value;
+        }
+        return Date.now() - t0;
+      },
+      close: () => reader.cancel(),
+    };
+  };
+  try {
+    const first = await open();
+    assert.notEqual(await first.until(/: the database refused LISTEN \(0A000: unimplemented: this syntax\); polling every 200 ms/, 2000), null,
+      "the stream says why it polls");
+    // Another handler writes: only this handler's polling can bring the notice (its safety
+    // net alone would take 5 s).
+    await applyAll(client(a, "alice"), "alice:listen", run.slice(0, 1));
+    const took = await first.until(/"threadId":"alice:listen","version":1/, 3000);
+    assert.notEqual(took, null, "the notice arrives");
+    assert.ok(took < 1500, `the notice took ${took} ms`);
+    const second = await open();
+    assert.notEqual(await second.until(/refused LISTEN/, 1000), null);
+    assert.equal(listens, 1, "LISTEN is not tried again");
+    await applyAll(client(a, "alice"), "alice:listen", run.slice(1, 2));
+    assert.notEqual(await second.until(/"threadId":"alice:listen","version":2/, 1500), null);
+    await Promise.all([first.close(), second.close()]);
+  } finally {
+    await handle.close();
+    await real.end();
+  }
+});
