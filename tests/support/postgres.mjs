@@ -32,7 +32,7 @@ function binDir() {
   return join(root, versions[0], "bin");
 }
 
-async function freePort() {
+export async function freePort() {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once("error", reject);
