@@ -300,6 +300,45 @@ fn a_late_result_for_a_call_still_marked_started_is_refused_not_dropped() {
     assert!(h.executed.is_empty(), "never run a second time");
 }
 
+/// Found by the device simulation (tests/simulation/devices): a phone queued "approve" while
+/// offline; another device approved and started the call, then died mid-call; a third
+/// re-gated it; the phone's flush then approved the re-gated call with its old decision, and
+/// `delete_file` ran twice. Queued decisions now carry the tail's `resume_token`, and answer
+/// only the suspension they were made on.
+#[test]
+fn queued_decisions_do_not_answer_a_call_gated_again_since() {
+    let mut h = Harness::new(standard_tools());
+    h.script([calls(vec![call(
+        "c1",
+        "delete_file",
+        json!({"path": "/x"}),
+    )])]);
+    h.chat("go").unwrap();
+    let gated = h.engine.tail().cloned();
+    let queued = gatehouse_agent::store::Queued::decisions_on(
+        json!({"c1": "approve"}),
+        None,
+        gated.as_ref(),
+    );
+    assert!(queued.answers(gated.as_ref()));
+    // Approved elsewhere, cut off mid-call, re-gated when the thread is opened again.
+    h.die_on_tool = Some("c1".into());
+    assert_eq!(h.decide(json!({"c1": "approve"})).unwrap(), None);
+    h.die_on_tool = None;
+    h.reload();
+    assert_eq!(h.engine.status(), ThreadStatus::AwaitingApproval);
+    assert!(
+        !queued.answers(h.engine.tail()),
+        "a decision from before it ran"
+    );
+    let fresh = gatehouse_agent::store::Queued::decisions_on(
+        json!({"c1": "reject"}),
+        None,
+        h.engine.tail(),
+    );
+    assert!(fresh.answers(h.engine.tail()));
+}
+
 #[test]
 fn a_result_too_big_to_store_becomes_a_short_error_result_and_is_never_regated() {
     let mut h = Harness::new(standard_tools());
