@@ -179,8 +179,9 @@ bench: setup pkg
 	node bench/run.mjs
 
 # The run-ownership simulation (tests/simulation.rs) on many more seeds than `cargo test`
-# runs: both modes (with and without Web Locks) for SIM_SECONDS; prints seeds and steps per
-# minute, and each failing seed with its trace and replay command.
+# runs: each seed in the three modes (tabs with and without Web Locks, devices over a lossy
+# network to the store handler) for SIM_SECONDS; prints seeds and steps per minute (and the
+# device mode's own), and each failing seed with its trace and replay command.
 SIM_SECONDS ?= 60
 simulate:
 	GATEHOUSE_SIM_SECONDS=$(SIM_SECONDS) cargo test --release --test simulation many_seeds -- \

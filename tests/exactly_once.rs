@@ -263,6 +263,82 @@ fn a_late_result_after_the_human_rejected_the_regated_call_changes_nothing() {
     assert_eq!(h.thread(), thread);
 }
 
+/// Found by the device simulation (tests/simulation/devices): a device that lost the handler
+/// mid-call queued the call's result; its outbox flush re-gates first, but offline that write
+/// fails, and the late result then met a call still marked started. It answered "nothing to
+/// do", the flush took that as written, and the result left the outbox for good. Now it is
+/// refused with `conflict`, which keeps it queued.
+#[test]
+fn a_late_result_for_a_call_still_marked_started_is_refused_not_dropped() {
+    let mut h = Harness::new(standard_tools());
+    h.script([
+        calls(vec![call("c1", "delete_file", json!({"path": "/x"}))]),
+        answer("it is done"),
+    ]);
+    h.chat("go").unwrap();
+    h.die_on_tool = Some("c1".into());
+    assert_eq!(h.decide(json!({"c1": "approve"})).unwrap(), None);
+    // Another page opens the thread as stored, without recovering it (it could not write).
+    h.engine = Engine::new(h.tools.clone(), EngineConfig::default(), h.store.state(), 9);
+    assert_eq!(h.store.run.as_ref().unwrap().started.as_deref(), Some("c1"));
+    let late = h
+        .engine
+        .late_result("c1", Ok(json!("deleted /x")), T0 + 60_000);
+    assert_eq!(late.map_err(|e| e.code()), Err("conflict"));
+    assert_eq!(h.engine.poll(), None, "nothing to write");
+    // Once recovered (re-gated), the same late result is kept.
+    assert!(h.engine.recover(T0 + 61_000));
+    h.drive();
+    assert_eq!(
+        h.engine
+            .late_result("c1", Ok(json!("deleted /x")), T0 + 62_000),
+        Ok(true)
+    );
+    h.drive();
+    assert_eq!(h.retry().unwrap(), COMPLETED);
+    assert_eq!(h.result_of("c1").as_deref(), Some("deleted /x"));
+    assert!(h.executed.is_empty(), "never run a second time");
+}
+
+/// Found by the device simulation (tests/simulation/devices): a phone queued "approve" while
+/// offline; another device approved and started the call, then died mid-call; a third
+/// re-gated it; the phone's flush then approved the re-gated call with its old decision, and
+/// `delete_file` ran twice. Queued decisions now carry the tail's `resume_token`, and answer
+/// only the suspension they were made on.
+#[test]
+fn queued_decisions_do_not_answer_a_call_gated_again_since() {
+    let mut h = Harness::new(standard_tools());
+    h.script([calls(vec![call(
+        "c1",
+        "delete_file",
+        json!({"path": "/x"}),
+    )])]);
+    h.chat("go").unwrap();
+    let gated = h.engine.tail().cloned();
+    let queued = gatehouse_agent::store::Queued::decisions_on(
+        json!({"c1": "approve"}),
+        None,
+        gated.as_ref(),
+    );
+    assert!(queued.answers(gated.as_ref()));
+    // Approved elsewhere, cut off mid-call, re-gated when the thread is opened again.
+    h.die_on_tool = Some("c1".into());
+    assert_eq!(h.decide(json!({"c1": "approve"})).unwrap(), None);
+    h.die_on_tool = None;
+    h.reload();
+    assert_eq!(h.engine.status(), ThreadStatus::AwaitingApproval);
+    assert!(
+        !queued.answers(h.engine.tail()),
+        "a decision from before it ran"
+    );
+    let fresh = gatehouse_agent::store::Queued::decisions_on(
+        json!({"c1": "reject"}),
+        None,
+        h.engine.tail(),
+    );
+    assert!(fresh.answers(h.engine.tail()));
+}
+
 #[test]
 fn a_result_too_big_to_store_becomes_a_short_error_result_and_is_never_regated() {
     let mut h = Harness::new(standard_tools());

@@ -22,7 +22,8 @@
 //!    which re-gates the call (or, idempotent, lets it run again);
 //! 7. at most one live run owns the thread at a time;
 //! 8. the stored thread is well-formed (rows, ids, calls followed by their results);
-//! 9. a run that ended leaves no lease of its own behind.
+//! 9. a run that ended leaves no lease of its own behind;
+//! 10. (devices) a call approved on a device without its tool runs on one that has it.
 //!
 //! With Web Locks, live tabs freeze for any length and the wall clock jumps anywhere. Without
 //! them the fixed seeds keep pauses and forward clock jumps within what the protocol needs
@@ -31,9 +32,33 @@
 //! "Pauses shorter than LEASE_MS" is not enough for that (see
 //! `without_web_locks_pauses_beyond_what_the_protocol_allows`).
 //!
-//! More seeds: `make simulate` (`GATEHOUSE_SIM_SECONDS=60`, or `GATEHOUSE_SIM_SEEDS=N`); one
-//! seed with its full trace: `GATEHOUSE_SIM_SEED=17 GATEHOUSE_SIM_LOCKS=none cargo test --test
-//! simulation replay -- --ignored --nocapture`; other variants: `explore` below.
+//! **Devices** (`GATEHOUSE_SIM_LOCKS=devices`, `simulation/devices/`): 2–4 devices (a
+//! browser each, 1–2 tabs sharing its Web Locks, its IndexedDB copy and outbox; a clock minutes
+//! off that jumps; some without a tool or the model, i.e. `tools_elsewhere` and `model_here:
+//! false`, one in four an approver that may only `decide`) reach one store handler only
+//! through a network that drops, delays (so reorders) and duplicates requests, answers and
+//! change notices. The handler (`devices/server.rs`) applies a request as `server.js` does:
+//! `authorize(action_of)`, the commit-id table (a retry of an applied commit gets its answer),
+//! `stamp_identity`, `remote_writer` and the `MemoryStore` commit rule at the handler's clock,
+//! leases renewed and released at that clock. Tabs mirror `RemoteStore` (one commit id kept
+//! across the 250/1000/3000 ms retries, reads from the copy while unreachable), the driver's
+//! runs over it, the outbox (`run_or_queue`, `flush`, queued results) and the change stream
+//! (`go_on`). Faults: tab and whole-browser crashes, offline spells from seconds to minutes,
+//! handler restarts (unsent answers lost), clock jumps. The same invariants, judged at the
+//! handler: 7 against the handler's lease (a run whose lease it renewed less than `LEASE_MS`
+//! ago), 4 with the outbox (a queued message is stored once or still waits: never lost, never
+//! twice), 6 also allowing a run that lost contact with the handler; and 10: a call approved on
+//! a device without its tool runs on a device that has it. Message ids are checked unique, not
+//! increasing (a message sent from an outbox keeps the id it was queued with). Left out: Web
+//! Lock waits between a device's tabs (a taken lock is `busy` at once), history reads from the
+//! copy while offline (the model is across the same network), approval expiry, MCP, SSE
+//! framing and Postgres itself; a lease a run leaves when its release is lost lapses, so 9 is
+//! not checked there.
+//!
+//! More seeds: `make simulate` (`GATEHOUSE_SIM_SECONDS=60`, or `GATEHOUSE_SIM_SEEDS=N`), the
+//! three modes per seed; one seed with its full trace: `GATEHOUSE_SIM_SEED=17
+//! GATEHOUSE_SIM_LOCKS=none cargo test --test simulation replay -- --ignored --nocapture`
+//! (`GATEHOUSE_SIM_TRACE=1` for every event); other variants: `explore` below.
 
 #[path = "simulation/mod.rs"]
 mod sim;
@@ -43,6 +68,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const FIXED_SEEDS: u64 = 250;
+const DEVICE_SEEDS: u64 = 150;
 
 fn headline(v: &Violation) -> String {
     let mut lines = v
@@ -86,6 +112,14 @@ fn fixed_seeds_without_web_locks() {
     fixed(Locks::Without);
 }
 
+/// Devices over a lossy network to the store handler (`simulation/devices`).
+#[test]
+fn fixed_seeds_devices_over_a_network() {
+    let t = Instant::now();
+    let (stats, failed) = sweep(0..DEVICE_SEEDS, Locks::Devices, |_| {});
+    check("devices", &stats, &failed, t);
+}
+
 /// The first seed (of `seeds`) whose run breaks one of `invariants`, with the run's violation.
 fn first_caught(
     locks: Locks,
@@ -125,6 +159,35 @@ fn broken_protocols_are_caught() {
             panic!("{name}, without the ownership check: no seed of 300 executed a call twice")
         });
         println!("  then: {}", headline(&v));
+    }
+}
+
+/// The remote protocol's own safeguards (docs/design.md, "Across devices"), broken: without
+/// commit ids a retry after a lost answer is a new commit (a false `conflict` for a write
+/// that landed: a message reported refused yet stored, invariant 4, or a `started` mark its
+/// run thinks it never wrote, 6); with leases judged at each device's clock, a device whose
+/// clock is ahead takes over a live run (7), and with that check off an idempotent call runs
+/// beside itself (1).
+#[test]
+fn broken_remote_protocols_are_caught() {
+    let cases: [(Broken, bool, &[u8], u64); 3] = [
+        (Broken::NoCommitId, true, &[4, 6], 100),
+        (Broken::LeaseJudgedLocally, true, &[7], 100),
+        (Broken::LeaseJudgedLocally, false, &[1], 300),
+    ];
+    for (broken, ownership, invariants, seeds) in cases {
+        let name = format!("{broken:?} (ownership check {ownership})");
+        let v = first_caught(Locks::Devices, seeds, invariants, |c| {
+            c.broken = broken;
+            c.check_ownership = ownership;
+        })
+        .unwrap_or_else(|| panic!("{name}: no seed of {seeds} broke {invariants:?}"));
+        println!(
+            "{name}: caught at seed {}, step {}\n  {}",
+            v.seed,
+            v.step,
+            headline(&v)
+        );
     }
 }
 
@@ -221,14 +284,15 @@ fn env(name: &str) -> Option<String> {
 fn locks_from_env() -> Locks {
     match env("GATEHOUSE_SIM_LOCKS").as_deref() {
         Some("none") => Locks::Without,
+        Some("devices") => Locks::Devices,
         _ => Locks::Web,
     }
 }
 
 /// `GATEHOUSE_SIM_PAUSES=any|documented|renewed|beyond`,
-/// `GATEHOUSE_SIM_BROKEN=lock|renewal|ownership`, `GATEHOUSE_SIM_NO_OWNERSHIP_CHECK=1`,
+/// `GATEHOUSE_SIM_BROKEN=lock|renewal|ownership|commit-id|local-lease`, `GATEHOUSE_SIM_NO_OWNERSHIP_CHECK=1`,
 /// `GATEHOUSE_SIM_NO_JUMPS=1`, `GATEHOUSE_SIM_STEPS` (scheduling steps, default 500),
-/// `GATEHOUSE_SIM_TABS`, `GATEHOUSE_SIM_MAX_STEPS` (the engine's model calls per run). A violation
+/// `GATEHOUSE_SIM_TABS` (devices, in device mode), `GATEHOUSE_SIM_MAX_STEPS` (the engine's model calls per run). A violation
 /// prints the line that replays it.
 fn configure_from_env(c: &mut Config) {
     match env("GATEHOUSE_SIM_PAUSES").as_deref() {
@@ -242,6 +306,8 @@ fn configure_from_env(c: &mut Config) {
         Some("lock") => Broken::TakenLockCountsAsHeld,
         Some("renewal") => Broken::NoRenewal,
         Some("ownership") => Broken::NoOwnership,
+        Some("commit-id") => Broken::NoCommitId,
+        Some("local-lease") => Broken::LeaseJudgedLocally,
         _ => Broken::No,
     };
     c.check_ownership = env("GATEHOUSE_SIM_NO_OWNERSHIP_CHECK").is_none();
@@ -257,7 +323,8 @@ fn configure_from_env(c: &mut Config) {
     }
 }
 
-/// Replays one seed with a long trace: `GATEHOUSE_SIM_SEED`, `GATEHOUSE_SIM_LOCKS=web|none`,
+/// Replays one seed with a long trace: `GATEHOUSE_SIM_SEED`,
+/// `GATEHOUSE_SIM_LOCKS=web|none|devices`,
 /// and the variables of `configure_from_env`; `GATEHOUSE_SIM_TRACE=1` prints every event,
 /// also when no invariant breaks.
 #[test]
@@ -309,7 +376,8 @@ fn explore() {
     }
 }
 
-/// Many seeds, both modes each, for `GATEHOUSE_SIM_SECONDS` (default 60) or
+/// Many seeds, each in the three modes (Web Locks, none, devices), for
+/// `GATEHOUSE_SIM_SECONDS` (default 60) or
 /// `GATEHOUSE_SIM_SEEDS` seeds, from `GATEHOUSE_SIM_FIRST_SEED` (default 1000000); prints the
 /// rate. `make simulate` runs it.
 #[test]
@@ -325,14 +393,20 @@ fn many_seeds() {
         env("GATEHOUSE_SIM_FIRST_SEED").map_or(1_000_000, |s| s.parse().expect("a seed"));
     let t = Instant::now();
     let mut total = Stats::default();
+    let (mut devices, mut device_time) = (Stats::default(), Duration::ZERO);
     let mut failed: Vec<Violation> = Vec::new();
     let mut seed = first;
     while budget.is_none_or(|b| t.elapsed() < b) && count.is_none_or(|c| seed - first < c) {
-        for locks in [Locks::Web, Locks::Without] {
+        for locks in [Locks::Web, Locks::Without, Locks::Devices] {
             let mut cfg = Config::new(seed, locks);
             configure_from_env(&mut cfg);
+            let started = Instant::now();
             let r = simulate(cfg);
             total.add(&r.stats);
+            if locks == Locks::Devices {
+                devices.add(&r.stats);
+                device_time += started.elapsed();
+            }
             if let Some(v) = r.violation {
                 println!("{v}\n");
                 failed.push(v);
@@ -342,11 +416,14 @@ fn many_seeds() {
     }
     let minutes = t.elapsed().as_secs_f64() / 60.0;
     println!(
-        "seeds {first}..{seed}, both modes: {total}\n{:.0} seeds/minute, {:.0} steps/minute \
-         (over {:.1?})",
+        "seeds {first}..{seed}, three modes: {total}\n{:.0} seeds/minute, {:.0} steps/minute \
+         (over {:.1?}); devices: {} steps ({:.0}/minute, {:.1?} of the time)",
         total.seeds as f64 / minutes,
         total.steps as f64 / minutes,
-        t.elapsed()
+        t.elapsed(),
+        devices.steps,
+        devices.steps as f64 / device_time.as_secs_f64() * 60.0,
+        device_time
     );
     if !failed.is_empty() {
         let seeds: Vec<(u64, &str)> = failed.iter().map(|v| (v.seed, v.locks.name())).collect();

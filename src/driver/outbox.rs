@@ -51,10 +51,8 @@ pub async fn run_or_queue(s: &Shared, input: Input, opts: &RunOptions) -> Result
             (Input::Message(text, Some(id)), queued)
         }
         Input::Decisions(d) => {
-            let queued = Queued::Decisions {
-                decisions: d.to_json(),
-                by: opts.by.clone(),
-            };
+            let tail = s.borrow().engine.tail().cloned();
+            let queued = Queued::decisions_on(d.to_json(), opts.by.clone(), tail.as_ref());
             (Input::Decisions(d), queued)
         }
         other => return run(s, other, opts).await.map(Ran::Done),
@@ -159,6 +157,7 @@ async fn send(s: &Shared) {
         let Some(first) = outbox.first().cloned() else {
             return;
         };
+        let answers = first.answers(s.borrow().engine.tail());
         let result = match first {
             Queued::Message { id, text } => match stored(&store, &thread, &id).await {
                 Ok(true) => Ok(None),
@@ -180,7 +179,14 @@ async fn send(s: &Shared) {
                 )
                 .await
             }
-            Queued::Decisions { decisions, by } => match Decisions::from_json(&decisions) {
+            // Made before the call was gated again (its run was cut off elsewhere): refused
+            // for good, as decisions on calls decided elsewhere are.
+            Queued::Decisions { .. } if !answers => Err(AgentError::Engine(
+                crate::engine::EngineError::NotSuspended(
+                    "these decisions were made before their calls were gated again".into(),
+                ),
+            )),
+            Queued::Decisions { decisions, by, .. } => match Decisions::from_json(&decisions) {
                 Ok(d) => {
                     let opts = RunOptions {
                         by,

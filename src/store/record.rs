@@ -81,15 +81,54 @@ pub enum Queued {
     /// A user message, with the id it is stored under (so a copy that landed before its
     /// answer was lost is recognised, not sent twice).
     Message { id: String, text: String },
-    /// Decisions, in the JS API's JSON form, and who made them.
+    /// Decisions, in the JS API's JSON form, who made them, and the `resume_token` of the
+    /// tail they were made on (absent in outboxes of earlier releases).
     Decisions {
         decisions: serde_json::Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
+        #[serde(
+            default,
+            rename = "resumeToken",
+            skip_serializing_if = "Option::is_none"
+        )]
+        resume_token: Option<String>,
     },
     /// A call's result computed while its write could not reach the handler: offered as a
     /// late result (the call is re-gated first, as one whose run was cut off).
     Result { call_id: String, result: String },
+}
+
+impl Queued {
+    /// Queued decisions for `tail` (the thread's tail now), as the `resume_token` the tail had
+    /// when they were made.
+    pub fn decisions_on(
+        decisions: serde_json::Value,
+        by: Option<String>,
+        tail: Option<&Message>,
+    ) -> Queued {
+        Queued::Decisions {
+            decisions,
+            by,
+            resume_token: tail
+                .and_then(|m| m.meta_str(crate::thread::META_RESUME_TOKEN))
+                .map(str::to_owned),
+        }
+    }
+
+    /// Whether queued decisions still answer the suspension they were made on: the tail has
+    /// the same `resume_token`. A call gated again since (re-gated because the run that ran it
+    /// was cut off, on another device) has a new token: a decision made before it ran must not
+    /// approve it again; its human decides anew, told it "may or may not have taken effect".
+    pub fn answers(&self, tail: Option<&Message>) -> bool {
+        match self {
+            Queued::Decisions {
+                resume_token: Some(token),
+                ..
+            } => tail.and_then(|m| m.meta_str(crate::thread::META_RESUME_TOKEN)) == Some(token),
+            _ => true,
+        }
+    }
 }
 
 fn is_zero(n: &u64) -> bool {

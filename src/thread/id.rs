@@ -72,10 +72,27 @@ impl IdGen {
         let n = if candidate > self.last {
             candidate
         } else {
-            self.last + 1
+            self.after_last()
         };
         self.last = n;
         n
+    }
+
+    /// The first number above `last` that carries this generator's machine bits. A clock
+    /// behind the newest id seen (another device's clock is ahead) must not make every such
+    /// generator hand out `last + 1`: two devices would give two messages one id, and a
+    /// queued message whose id another device used is taken as sent (`driver::outbox`).
+    fn after_last(&self) -> u64 {
+        let ms_unit = 1u64 << (MACHINE_BITS + SEQ_BITS);
+        let mine = (self.last & !(ms_unit - 1)) | (self.machine << SEQ_BITS);
+        if mine > self.last {
+            mine
+        } else if self.last < mine + (1 << SEQ_BITS) - 1 || mine + ms_unit >= 1 << 63 {
+            // Room left in this generator's block (or no later block below 2^63).
+            self.last + 1
+        } else {
+            mine + ms_unit
+        }
     }
 
     pub fn next(&mut self, now_ms: u64) -> MessageId {
@@ -99,6 +116,25 @@ mod tests {
         // Far future (2090) still fits.
         assert!(g.next_number(3_800_000_000_000) < (1u64 << 63));
         assert_eq!(MessageId::from_number(a).number(), Some(a));
+    }
+
+    /// Found by the device simulation (tests/simulation/devices): two devices whose clocks are
+    /// behind the thread's newest id both answered `last + 1`, so a phone's queued message and
+    /// another phone's stored one had one id, and the outbox dropped the queued one as sent.
+    #[test]
+    fn generators_behind_the_same_id_still_make_different_ids() {
+        let newest = MessageId::from_number(IdGen::new(5).next_number(1_795_000_060_000));
+        let behind = 1_795_000_000_000; // a minute earlier
+        let mut ids = std::collections::BTreeSet::new();
+        for machine in [0, 1, 5, 6, 1023] {
+            let mut g = IdGen::new(machine);
+            g.observe(&newest);
+            for _ in 0..5_000 {
+                let n = g.next_number(behind);
+                assert!(n > newest.number().unwrap() && n < 1 << 63);
+                assert!(ids.insert(n), "machine {machine} made {n} again");
+            }
+        }
     }
 
     #[test]

@@ -66,7 +66,7 @@ impl Sim {
     /// What `locks::probe` answers now.
     fn probe(&self) -> LockProbe {
         match self.cfg.locks {
-            Locks::Without => LockProbe::Unsupported,
+            Locks::Without | Locks::Devices => LockProbe::Unsupported,
             Locks::Web if self.lock.is_some() => LockProbe::Held,
             Locks::Web => LockProbe::Free,
         }
@@ -196,7 +196,7 @@ impl Sim {
     fn lock(&mut self, t: usize) {
         let serial = self.agent(t).serial;
         match self.cfg.locks {
-            Locks::Without => self.locked(t, LockAttempt::Unsupported, false),
+            Locks::Without | Locks::Devices => self.locked(t, LockAttempt::Unsupported, false),
             Locks::Web if self.lock.is_none() && self.lock_queue.is_empty() => {
                 self.lock = Some(serial);
                 self.locked(t, LockAttempt::Held, true);

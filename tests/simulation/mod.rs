@@ -2,6 +2,7 @@
 //! FoundationDB's and TigerBeetle's simulators). See `tests/simulation.rs` for what it checks.
 
 mod actors;
+mod devices;
 mod driver;
 mod oracle;
 mod rng;
@@ -12,7 +13,10 @@ use world::{Report, Sim};
 
 /// Runs one seed.
 pub fn simulate(cfg: Config) -> Report {
-    Sim::new(cfg).run()
+    match cfg.locks {
+        Locks::Devices => devices::DevSim::new(cfg).run(),
+        Locks::Web | Locks::Without => Sim::new(cfg).run(),
+    }
 }
 
 /// Runs `seeds` with `configure` applied to each seed's default config; returns the summed

@@ -56,11 +56,11 @@ pub(crate) struct Ghost {
     pub dead: BTreeSet<u64>,
 }
 
-fn regated(e: &ToolEntry) -> bool {
+pub(crate) fn regated(e: &ToolEntry) -> bool {
     e.is_pending() && e.approval.as_ref().and_then(|a| a.reason.as_deref()) == Some(REGATE_REASON)
 }
 
-fn entry_state(e: &ToolEntry) -> String {
+pub(crate) fn entry_state(e: &ToolEntry) -> String {
     let mark = match &e.approval {
         None => "",
         Some(a) => match a.state {
@@ -126,7 +126,7 @@ fn has_dup(ids: &[&str]) -> bool {
 /// Why these messages are not a valid conversation (`request`: sent to the model, so the
 /// last message must be the user's turn; otherwise the stored thread, whose tail may be an
 /// unfinished `tool_call`).
-fn conversation_problem(h: &[Message], request: bool) -> Option<String> {
+pub(crate) fn conversation_problem(h: &[Message], request: bool) -> Option<String> {
     if request {
         let Some(last) = h.last() else {
             return Some("the request holds no message".into());
@@ -450,7 +450,7 @@ impl Sim {
         // Only a lease this run wrote (one left by an earlier run was reported then).
         if let Some(l) = lease.filter(|_| run.wrote) {
             let effect = match self.cfg.locks {
-                Locks::Without => {
+                Locks::Without | Locks::Devices => {
                     "other tabs are refused `busy` and see it running until it lapses"
                 }
                 Locks::Web => "other tabs must ask the lock to see it is gone",

@@ -36,6 +36,9 @@ pub enum Locks {
     Web,
     /// No tab has them (an insecure context, Node): leases are judged by their expiry.
     Without,
+    /// Devices over a network to a remote store's handler (`simulation/devices`): each
+    /// device's tabs share its Web Locks, which reach no other device.
+    Devices,
 }
 
 impl Locks {
@@ -43,6 +46,7 @@ impl Locks {
         match self {
             Locks::Web => "web",
             Locks::Without => "none",
+            Locks::Devices => "devices",
         }
     }
 }
@@ -60,6 +64,12 @@ pub enum Broken {
     /// `admit` lets a run start while another live run owns the thread, and writes ignore
     /// other agents' leases.
     NoOwnership,
+    /// Devices: a commit retried after a lost answer goes with a new id, so the handler
+    /// cannot tell it from a new commit (no deduplication).
+    NoCommitId,
+    /// Devices: leases are written and judged at the writing device's clock, not the
+    /// handler's.
+    LeaseJudgedLocally,
 }
 
 /// How long a live tab may freeze (and how far the wall clock may jump forward).
@@ -120,6 +130,8 @@ impl Config {
             Broken::TakenLockCountsAsHeld => v.push("GATEHOUSE_SIM_BROKEN=lock".into()),
             Broken::NoRenewal => v.push("GATEHOUSE_SIM_BROKEN=renewal".into()),
             Broken::NoOwnership => v.push("GATEHOUSE_SIM_BROKEN=ownership".into()),
+            Broken::NoCommitId => v.push("GATEHOUSE_SIM_BROKEN=commit-id".into()),
+            Broken::LeaseJudgedLocally => v.push("GATEHOUSE_SIM_BROKEN=local-lease".into()),
         }
         if !self.clock_jumps {
             v.push("GATEHOUSE_SIM_NO_JUMPS=1".into());
@@ -145,7 +157,7 @@ impl Config {
             locks,
             steps: 500,
             pauses: match locks {
-                Locks::Web => Pauses::Any,
+                Locks::Web | Locks::Devices => Pauses::Any,
                 Locks::Without => Pauses::RenewedInTime,
             },
             clock_jumps: true,
@@ -194,6 +206,29 @@ pub struct Stats {
     /// check is off).
     pub ownership_breaks: u64,
     pub lock_waits: u64,
+    /// Devices: requests sent, packets dropped and duplicated by the network, requests lost
+    /// to a restarting handler, commit retries, retries answered from the commit table,
+    /// handler restarts, offline spells, whole-browser crashes, inputs queued in an outbox,
+    /// outbox items sent, runs handed on (`go_on`), calls approved on a device without their
+    /// tool, queued messages still waiting at the end.
+    pub net_requests: u64,
+    pub net_dropped: u64,
+    pub net_duplicated: u64,
+    pub net_lost_to_restarts: u64,
+    pub commit_retries: u64,
+    pub deduped: u64,
+    pub server_restarts: u64,
+    pub offline_spells: u64,
+    pub device_crashes: u64,
+    pub queued: u64,
+    pub outbox_sent: u64,
+    pub handoffs: u64,
+    pub elsewhere: u64,
+    pub still_queued: u64,
+    /// Commits the handler applied from a delayed copy after refusing the same commit id.
+    pub applied_after_refusal: u64,
+    /// Releases of an earlier run of the same agent that cleared a later run's live lease.
+    pub stale_releases: u64,
     /// Where the crashed tabs were: their next action.
     pub crash_points: std::collections::BTreeMap<&'static str, u64>,
 }
@@ -232,7 +267,23 @@ impl Stats {
             chats_stored,
             decisions,
             ownership_breaks,
-            lock_waits
+            lock_waits,
+            net_requests,
+            net_dropped,
+            net_duplicated,
+            net_lost_to_restarts,
+            commit_retries,
+            deduped,
+            server_restarts,
+            offline_spells,
+            device_crashes,
+            queued,
+            outbox_sent,
+            handoffs,
+            elsewhere,
+            still_queued,
+            applied_after_refusal,
+            stale_releases
         );
         self.max_messages = self.max_messages.max(o.max_messages);
         for (k, n) in &o.crash_points {
@@ -288,7 +339,35 @@ impl fmt::Display for Stats {
             .iter()
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
-        write!(f, "; crashes before: {}", points.join(", "))
+        write!(f, "; crashes before: {}", points.join(", "))?;
+        if self.net_requests > 0 {
+            write!(
+                f,
+                "; devices: {} requests ({} packets dropped, {} duplicated, {} lost to {} handler \
+                 restarts), {} commit retries ({} answered from the commit table), {} offline \
+                 spells, {} browser crashes, {} queued in an outbox ({} sent from it, {} \
+                 messages still waiting at the end), {} calls approved without their tool, {} \
+                 runs handed on, {} refused commits applied later from a delayed copy, {} live \
+                 leases cleared by a delayed release of an earlier run",
+                self.net_requests,
+                self.net_dropped,
+                self.net_duplicated,
+                self.net_lost_to_restarts,
+                self.server_restarts,
+                self.commit_retries,
+                self.deduped,
+                self.offline_spells,
+                self.device_crashes,
+                self.queued,
+                self.outbox_sent,
+                self.still_queued,
+                self.elsewhere,
+                self.handoffs,
+                self.applied_after_refusal,
+                self.stale_releases
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -317,6 +396,7 @@ pub fn invariant_name(n: u8) -> &'static str {
         7 => "at most one live run owns the thread at a time",
         8 => "the stored thread is well-formed",
         9 => "a run that ended leaves no lease of its own behind",
+        10 => "a call approved on a device without its tool runs on one that has it",
         _ => "the simulation's own contract with the engine",
     }
 }

@@ -73,7 +73,10 @@ impl Engine {
     /// never settled, or another tab taking over an expired lease) arrived after all. If the
     /// call is still waiting for a new decision and has no result, the result is kept: the
     /// call ran, with its approved inputs, and is no longer pending. Returns true when it
-    /// changed the thread (a `Persist` follows). Never runs anything.
+    /// changed the thread (a `Persist` follows). Never runs anything. While the journal still
+    /// marks a call started (the run that ran it is not recovered yet: its re-gate could not
+    /// be written, or a live run elsewhere holds it), it is refused with `conflict`, not
+    /// dropped: the result can be offered again once the thread is recovered.
     pub fn late_result(
         &mut self,
         call_id: &str,
@@ -87,8 +90,14 @@ impl Engine {
         let Some(run) = self.state.run.as_mut() else {
             return Ok(false);
         };
-        if run.has_result(call_id) || run.started.is_some() {
+        if run.has_result(call_id) {
             return Ok(false);
+        }
+        if let Some(started) = &run.started {
+            return Err(EngineError::Conflict(format!(
+                "call {started:?} is still marked started: the run must be recovered before a \
+                 late result is recorded. Nothing was stored."
+            )));
         }
         let Some(e) = tail
             .tool_calls_mut()
