@@ -553,12 +553,17 @@ async function commit(ctx, request, id) {
   }
   const who = await identityOf(ctx, request, id, action);
   const at = clock(ctx, request);
-  return writing(ctx, async (c) => {
+  const answer = await writing(ctx, async (c) => {
     const stored = await lockThread(c, id);
-    // A retry of a commit already applied (its answer was lost): the same answer.
+    // A retry of a commit already applied (its answer was lost): the same answer. One
+    // already refused: the same refusal (answerOf throws it; nothing was written).
     const done = await c.query(`SELECT answer FROM gatehouse_commits
       WHERE thread = $1 AND commit_id = $2`, [id, commitId]);
-    if (done.rows.length) return { value: done.rows[0].answer, write: false };
+    if (done.rows.length) {
+      const text = done.rows[0].answer;
+      answerOf(text); // a remembered refusal throws
+      return { value: text, write: false };
+    }
     // A commit that only decides may not change the tool policies (asked here, under the
     // row lock, against the policies it would replace).
     if (action === "decide" &&
@@ -576,8 +581,20 @@ async function commit(ctx, request, id) {
       tail = t.rows[0].tail;
       after = t.rows[0].after;
     }
-    const plan = answerOf(core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body,
-      at, who));
+    const planned = core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body, at, who);
+    let plan;
+    try {
+      plan = answerOf(planned);
+    } catch (e) {
+      if (!(e instanceof Refusal) || e.status !== 409) throw e;
+      // A stale commit (`conflict`) or one another run's lease keeps out (`busy`) is refused,
+      // and remembered under its id: a delayed copy of it (a network may deliver a request
+      // twice, late) is refused again, never planned afresh once the thread has moved on
+      // (docs/design.md, "Across devices").
+      await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer)
+        VALUES ($1, $2, $3)`, [id, commitId, planned]);
+      return { value: e, write: true };
+    }
     await c.query(`UPDATE gatehouse_threads SET version = $2, record = $3, updated_at = now()
       WHERE id = $1`, [id, plan.version, plan.record]);
     for (const [table, list] of [["gatehouse_messages", plan.rows], ["gatehouse_audit", plan.audit]]) {
@@ -592,6 +609,8 @@ async function commit(ctx, request, id) {
     await announce(ctx, c, id, plan.version);
     return { value: plan.answer, write: true };
   });
+  if (answer instanceof Refusal) throw answer;
+  return answer;
 }
 
 async function lease(ctx, request, id) {

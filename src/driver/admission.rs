@@ -220,11 +220,11 @@ pub(super) async fn finish(
     }
     let leased = std::mem::take(&mut s.borrow_mut().leased);
     if result.is_err() || leased {
-        let (store, thread) = {
+        let (store, thread, version) = {
             let g = s.borrow();
-            (g.store.clone(), g.thread_id.clone())
+            (g.store.clone(), g.thread_id.clone(), g.version)
         };
-        let _ = store.release(&thread, &hold.owner.me).await;
+        let _ = store.release(&thread, &hold.owner.me, version).await;
         if result.is_err() && s.borrow().engine.is_running() && reload(s).await.is_err() {
             // The stored state cannot even be read: stop, keeping the last known view, so
             // that the next call reports the storage error again instead of `busy`.

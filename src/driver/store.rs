@@ -119,15 +119,17 @@ impl Store {
         }
     }
 
-    /// Clears `owner`'s lease if the record still has it.
-    pub async fn release(&self, thread: &str, owner: &str) -> Result<(), StoreError> {
+    /// Clears `owner`'s lease if the record still has it. A remote release also names the
+    /// `version` its run last saw: a delayed one does not clear the agent's next run's lease
+    /// (the local stores get no delayed requests).
+    pub async fn release(&self, thread: &str, owner: &str, version: u64) -> Result<(), StoreError> {
         match self {
             Store::Memory(s) => {
                 s.release(thread, owner);
                 Ok(())
             }
             Store::IndexedDb(s) => s.release(thread, owner).await,
-            Store::Remote(s) => s.release(thread, owner).await,
+            Store::Remote(s) => s.release(thread, owner, version).await,
         }
     }
 

@@ -247,19 +247,28 @@ impl RemoteStore {
 
     /// Extends `owner`'s lease (to the handler's clock plus `LEASE_MS`).
     pub async fn renew(&self, thread: &str, owner: &str) -> Result<bool, StoreError> {
-        self.lease(thread, owner, LeaseOp::Renew).await
+        self.lease(thread, owner, LeaseOp::Renew, None).await
     }
 
-    pub async fn release(&self, thread: &str, owner: &str) -> Result<(), StoreError> {
-        self.lease(thread, owner, LeaseOp::Release)
+    /// Clears `owner`'s lease if the thread is still at `version` (see
+    /// [`LeaseRequest::version`]).
+    pub async fn release(&self, thread: &str, owner: &str, version: u64) -> Result<(), StoreError> {
+        self.lease(thread, owner, LeaseOp::Release, Some(version))
             .await
             .map(|_| ())
     }
 
-    async fn lease(&self, thread: &str, owner: &str, op: LeaseOp) -> Result<bool, StoreError> {
+    async fn lease(
+        &self,
+        thread: &str,
+        owner: &str,
+        op: LeaseOp,
+        version: Option<u64>,
+    ) -> Result<bool, StoreError> {
         let body = LeaseRequest {
             owner: owner.to_owned(),
             op,
+            version,
         };
         let l: Leased = self.post(&self.thread_url(thread, "/lease"), &body).await?;
         Ok(l.ok)

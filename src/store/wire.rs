@@ -56,6 +56,26 @@ pub struct Committed {
 pub struct LeaseRequest {
     pub owner: String,
     pub op: LeaseOp,
+    /// A release names the run by the version its last write left (or it last read): the
+    /// owner names only the agent, and a delayed release of an agent's earlier run must not
+    /// clear the lease its next run took (a write, so a newer version). Found by the device
+    /// simulation (docs/design.md, "Across devices").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+}
+
+/// The lease after `request` at the handler: `plan_renew` or `plan_release`, a release only
+/// at the version it names (see [`LeaseRequest::version`]). `None`: nothing to write.
+pub fn plan_lease_request(
+    current: &ThreadRecord,
+    request: &LeaseRequest,
+    now_ms: f64,
+) -> Result<Option<ThreadRecord>, StoreError> {
+    match request.op {
+        LeaseOp::Renew => super::ownership::plan_renew(current, &request.owner, now_ms + LEASE_MS),
+        LeaseOp::Release if request.version.is_some_and(|v| v != current.version) => Ok(None),
+        LeaseOp::Release => Ok(super::ownership::plan_release(current, &request.owner)),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -54,7 +54,7 @@ test("engine commits apply in order; decidedBy is authorize's identity, not the 
   assert.deepEqual(db.messages.map(([, json]) => JSON.parse(json)), thread);
 });
 
-test("a stale commit is a conflict and writes nothing", async () => {
+test("a stale commit is a conflict, writes nothing of the thread, and is refused again under its id", async () => {
   const a = client(s, "alice");
   await applyAll(a, "alice:stale", run.slice(0, 2));
   const before = await stored(s.pool, "alice:stale");
@@ -62,7 +62,12 @@ test("a stale commit is a conflict and writes nothing", async () => {
   assert.equal(r.status, 409);
   assert.deepEqual(r.body.error.code, "conflict");
   assert.deepEqual([r.body.error.expected, r.body.error.found], [1, 2]);
-  assert.deepEqual(await stored(s.pool, "alice:stale"), before);
+  const now = await stored(s.pool, "alice:stale");
+  assert.deepEqual({ ...now, commits: null }, { ...before, commits: null }, "the thread is as it was");
+  assert.deepEqual(now.commits, [...before.commits, "other:1"].sort(), "only the refusal is kept, under its id");
+  // Sent again under the same id (its answer lost, or a copy delivered late): the same refusal.
+  const again = await a.commit("alice:stale", variant(run[1], { commitId: "other:1" }));
+  assert.deepEqual([again.status, again.body], [r.status, r.body]);
 });
 
 test("a commit retried with its id is answered as it was, and applied once", async () => {
@@ -133,7 +138,8 @@ test("20 commits at one version at once: exactly one wins, the rest are conflict
   const db = await stored(s.pool, "alice:race");
   assert.equal(db.version, 1);
   assert.equal(db.messages.length, 1);
-  assert.equal(db.commits.length, 1);
+  // The winner's commit id and the 19 refusals, each kept under its own id.
+  assert.equal(db.commits.length, 20);
   assert.equal(db.record.lease.owner, won[0].body.record.lease.owner);
 });
 
@@ -159,13 +165,24 @@ test("leases: renewed and released by compare-and-set at the server's clock", as
   db = await stored(s.pool, "alice:lease");
   assert.equal(db.record.lease.owner, "w1");
   assert.equal(db.version, 1);
+  // The refused commit is remembered under its id: a copy of it arriving late (a network
+  // that delivers twice) is refused again, even once the lease has lapsed.
+  const again = await a.commit("alice:lease",
+    variant(run[1], { commitId: "w2:1", owner: "w2" }), at(t + 50_000));
+  assert.equal(again.status, 409);
+  assert.deepEqual(again.body, busy.body, "refused as it was");
+  assert.equal((await stored(s.pool, "alice:lease")).version, 1);
   // Once it lapsed at the server's clock, another device takes the thread over.
   const taken = await a.commit("alice:lease",
-    variant(run[1], { commitId: "w2:1", owner: "w2" }), at(t + 40_000));
+    variant(run[1], { commitId: "w2:2", owner: "w2" }), at(t + 40_000));
   assert.equal(taken.status, 200, taken.text);
   assert.equal(taken.body.record.lease.owner, "w2");
   assert.deepEqual((await a.lease("alice:lease", "w1", "renew", at(t + 40_001))).body, { ok: false });
-  assert.deepEqual((await a.lease("alice:lease", "w2", "release", at(t + 40_002))).body, { ok: true });
+  // A release names the version its run last saw: a late one from an earlier run of the same
+  // owner (version 1) leaves the lease its next run's write took (version 2).
+  assert.deepEqual((await a.lease("alice:lease", "w2", "release", at(t + 40_002), 1)).body, { ok: false });
+  assert.equal((await stored(s.pool, "alice:lease")).record.lease.owner, "w2");
+  assert.deepEqual((await a.lease("alice:lease", "w2", "release", at(t + 40_002), 2)).body, { ok: true });
   db = await stored(s.pool, "alice:lease");
   assert.equal(db.record.lease, null);
   assert.equal(db.version, 2);

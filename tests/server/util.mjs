@@ -44,7 +44,8 @@ export function client(s, user, extraHeaders = {}) {
     call,
     load: (id, h) => call("GET", `/threads/${enc(id)}`, undefined, h),
     commit: (id, body, h) => call("POST", `/threads/${enc(id)}/commit`, body, h),
-    lease: (id, owner, op, h) => call("POST", `/threads/${enc(id)}/lease`, { owner, op }, h),
+    lease: (id, owner, op, h, version) =>
+      call("POST", `/threads/${enc(id)}/lease`, version === undefined ? { owner, op } : { owner, op, version }, h),
     rows: (id, kind, query = "") => call("GET", `/threads/${enc(id)}/${kind}${query}`),
     list: () => call("GET", "/threads"),
     remove: (id) => call("DELETE", `/threads/${enc(id)}`),

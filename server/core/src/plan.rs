@@ -6,15 +6,12 @@
 //! Every answer is a JSON object: a refusal is `{"status": N, "error": WireError}`, anything
 //! else is what the function documents.
 
-use gatehouse_agent::store::ownership::{plan_release, plan_renew};
 use gatehouse_agent::store::page::{Rows, window};
 use gatehouse_agent::store::wire::{
-    CommitRequest, Committed, LeaseOp, LeaseRequest, WireError, action_of, remote_writer,
-    stamp_identity,
+    CommitRequest, Committed, LeaseRequest, WireError, action_of, plan_lease_request,
+    remote_writer, stamp_identity,
 };
-use gatehouse_agent::store::{
-    LEASE_MS, MessageRow, StoreError, Stored, ThreadRecord, plan_commit as plan,
-};
+use gatehouse_agent::store::{MessageRow, StoreError, Stored, ThreadRecord, plan_commit as plan};
 use gatehouse_agent::thread::Message;
 use serde_json::{Value, json};
 
@@ -187,12 +184,9 @@ pub fn plan_lease(thread_id: &str, record: Option<&str>, body: &str, now_ms: f64
         Ok(r) => r,
         Err(e) => return store_refusal(&e),
     };
-    let planned = match request.op {
-        LeaseOp::Renew => match plan_renew(&current, &request.owner, now_ms + LEASE_MS) {
-            Ok(r) => r,
-            Err(e) => return store_refusal(&e),
-        },
-        LeaseOp::Release => plan_release(&current, &request.owner),
+    let planned = match plan_lease_request(&current, &request, now_ms) {
+        Ok(r) => r,
+        Err(e) => return store_refusal(&e),
     };
     match planned {
         Some(r) => json!({

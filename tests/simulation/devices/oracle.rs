@@ -211,17 +211,16 @@ impl DevSim {
             Applied::Lease(op, owner) => match (op, &mut self.ghost.holder) {
                 (LeaseOp::Renew, Some(h)) if h.owner == owner => h.refreshed = self.real,
                 (LeaseOp::Release, Some(h)) if h.owner == owner => {
-                    if h.run != run {
-                        // A delayed release of an earlier run of the same agent: a release
-                        // names the owner, not the run, so it clears the live run's lease,
-                        // as if it had lapsed (counted; see docs/design.md, "Across devices").
+                    let live = h.run;
+                    if live != run && self.driving(&owner, live) {
+                        // Another run of the same agent cleared the lease of its run that
+                        // still drives (a delayed release). A release names the version its
+                        // run last saw (`LeaseRequest::version`), so the handler refuses it.
                         self.stats.stale_releases += 1;
-                        self.note(None, format!("a STALE release clears {owner}'s live lease"));
-                        for e in &mut self.ghost.execs {
-                            if e.owner == owner && !e.durable {
-                                e.overtaken = true;
-                            }
-                        }
+                        return self.fail(
+                            7,
+                            format!("a delayed release of {owner}'s earlier run cleared the lease of its live run #{live}"),
+                        );
                     }
                     self.ghost.holder = None
                 }
@@ -231,18 +230,16 @@ impl DevSim {
                 let owner = request.owner.clone();
                 let late = self.ghost.refused.contains(&request.commit_id);
                 if late {
-                    // Its run was told the write was refused: it lost track of it.
-                    self.ghost.lost_contact.insert(run);
+                    // Its run was told the write was refused: the handler remembers refusals
+                    // under their commit ids, so a delayed copy is refused again.
                     self.stats.applied_after_refusal += 1;
-                    self.note(
-                        None,
-                        format!("a copy of the REFUSED commit {} applies", request.commit_id),
+                    return self.fail(
+                        4,
+                        format!(
+                            "a delayed copy of the refused commit {} was applied",
+                            request.commit_id
+                        ),
                     );
-                    for m in &request.commit.append {
-                        if let Some(i) = self.chat_by_id(m.id.as_str()) {
-                            self.ghost.chats[i].late = true;
-                        }
-                    }
                 }
                 if let Some(h) = self.ghost.holder.take() {
                     let live = self.real < h.refreshed + LEASE;

@@ -6,7 +6,8 @@
 use super::super::world::THREAD;
 use super::network::{Req, Resp};
 use gatehouse_agent::store::wire::{
-    CommitRequest, LeaseOp, LeaseRequest, action_of, remote_writer, stamp_identity,
+    CommitRequest, LeaseOp, LeaseRequest, action_of, plan_lease_request, remote_writer,
+    stamp_identity,
 };
 use gatehouse_agent::store::{LEASE_MS, MemoryStore, StoreError, ThreadRecord};
 use std::collections::BTreeMap;
@@ -28,9 +29,10 @@ pub enum Applied {
 pub struct Server {
     pub store: MemoryStore,
     pub db: String,
-    /// `gatehouse_commits`: every applied commit's answer, by commit id. Kept across restarts
+    /// `gatehouse_commits`: every applied commit's answer, and every refusal (`conflict`,
+    /// `busy`), by commit id. Kept across restarts
     /// (it is written in the commit's own transaction).
-    pub commits: BTreeMap<String, ThreadRecord>,
+    pub commits: BTreeMap<String, Result<ThreadRecord, StoreError>>,
     /// The handler is down (restarting) until then: what arrives meanwhile is refused at the
     /// TCP level, i.e. lost.
     pub down_until: u64,
@@ -92,8 +94,14 @@ impl Server {
             return (Resp::Refused(unauthorized("write")), Applied::Nothing);
         }
         // A retry of a commit already applied (its answer was lost): the same answer.
-        if let Some(answer) = self.commits.get(&request.commit_id) {
-            return (Resp::Committed(Box::new(answer.clone())), Applied::Deduped);
+        // A refused one (`conflict`, `busy`): the same refusal, so that a delayed copy is not
+        // planned afresh once the thread has moved on.
+        match self.commits.get(&request.commit_id) {
+            Some(Ok(answer)) => {
+                return (Resp::Committed(Box::new(answer.clone())), Applied::Deduped);
+            }
+            Some(Err(refused)) => return (Resp::Refused(refused.clone()), Applied::Nothing),
+            None => {}
         }
         let stored = self.store.record(THREAD, now);
         if request.commit.policies != stored.policies && !who.may_write {
@@ -113,7 +121,7 @@ impl Server {
         ) {
             Ok(record) => {
                 self.commits
-                    .insert(request.commit_id.clone(), record.clone());
+                    .insert(request.commit_id.clone(), Ok(record.clone()));
                 let answer = Resp::Committed(Box::new(record.clone()));
                 let applied = Applied::Commit {
                     request: Box::new(request),
@@ -121,12 +129,17 @@ impl Server {
                 };
                 (answer, applied)
             }
+            Err(e @ (StoreError::Conflict { .. } | StoreError::Owned { .. })) => {
+                self.commits
+                    .insert(request.commit_id.clone(), Err(e.clone()));
+                (Resp::Refused(e), Applied::Nothing)
+            }
             Err(e) => (Resp::Refused(e), Applied::Nothing),
         }
     }
 
-    /// `lease` in server.js: `planLease` (renew to the handler's clock plus `LEASE_MS`, or
-    /// release), compare-and-set on the owner.
+    /// `lease` in server.js: `planLease` (`wire::plan_lease_request`: renew to the handler's
+    /// clock plus `LEASE_MS`, or release at the version it names), compare-and-set on the owner.
     fn lease(&mut self, request: LeaseRequest, now: f64) -> (Resp, Applied) {
         let ok = match request.op {
             LeaseOp::Renew => match self.store.renew(THREAD, &request.owner, now + LEASE_MS) {
@@ -134,13 +147,14 @@ impl Server {
                 Err(e) => return (Resp::Refused(e), Applied::Nothing),
             },
             LeaseOp::Release => {
-                let mine = self
-                    .store
-                    .record(THREAD, now)
-                    .lease
-                    .is_some_and(|l| l.owner == request.owner);
-                self.store.release(THREAD, &request.owner);
-                mine
+                let current = self.store.record(THREAD, now);
+                match plan_lease_request(&current, &request, now) {
+                    Ok(Some(_)) => {
+                        self.store.release(THREAD, &request.owner);
+                        true
+                    }
+                    _ => false,
+                }
             }
         };
         let applied = match ok {

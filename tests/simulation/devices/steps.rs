@@ -146,11 +146,15 @@ impl DevSim {
         let run = a.run.as_mut().expect("run");
         run.driving = false;
         if res.is_err() || leased {
-            let me = self.agent(d, t).me.clone();
+            let (me, version) = {
+                let a = self.agent(d, t);
+                (a.me.clone(), a.version)
+            };
             let req = Req::Lease(
                 LeaseRequest {
                     owner: me,
                     op: LeaseOp::Release,
+                    version: Some(version),
                 },
                 self.wall(d) as f64,
             );
@@ -215,6 +219,7 @@ impl DevSim {
             LeaseRequest {
                 owner: me,
                 op: LeaseOp::Renew,
+                version: None,
             },
             self.wall(d) as f64,
         );
