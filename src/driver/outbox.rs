@@ -129,6 +129,9 @@ async fn enqueue(s: &Shared, store: &RemoteStore, queued: Queued) -> Result<(), 
         .await?;
     s.borrow_mut().queued = n;
     super::live::changed_here(s);
+    // Sent when the browser is back online, or in RETRY_MS: a change stream that stayed open
+    // through the outage (Chromium's offline emulation keeps it) never reconnects to flush it.
+    later(s);
     Ok(())
 }
 

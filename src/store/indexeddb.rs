@@ -394,7 +394,8 @@ impl IndexedDbStore {
 
     /// Changes the outbox of a kept copy (see [`IndexedDbStore::mirror`]) in one transaction,
     /// so that two tabs queueing at once both keep theirs; returns how many entries it holds
-    /// then. A thread with no copy here has none to keep it in (`Unavailable`).
+    /// then. A thread with no copy here yet (a new thread, never written) gets an empty one at
+    /// version 0, which any record the handler sends replaces, outbox kept.
     pub async fn edit_outbox(
         &self,
         thread_id: &str,
@@ -402,12 +403,9 @@ impl IndexedDbStore {
     ) -> Result<usize, StoreError> {
         let db = self.db().await?;
         let tx = begin(&db, RECORDS, TransactionMode::Readwrite)?;
-        let Some(mut record) = get_record(&tx, thread_id).await? else {
-            let _ = tx.abort().await;
-            return Err(StoreError::Unavailable(format!(
-                "this device has no copy of the thread \"{thread_id}\" to keep what waits to \
-                 be sent"
-            )));
+        let mut record = match get_record(&tx, thread_id).await? {
+            Some(r) => r,
+            None => ThreadRecord::new(thread_id, js_sys::Date::now()),
         };
         edit(&mut record.outbox);
         let n = record.outbox.len();

@@ -156,6 +156,26 @@ test('offline: the thread stays readable, a message waits in the outbox and is s
   assert.equal(after.rows.length, 4, 'the queued message was stored once, and answered once');
 });
 
+test('a device alone: a message queued offline is sent by itself when the network returns, on a new thread and on a written one', T, async (t) => {
+  const threadId = uid('t');
+  const sc = await h.scenario([{ text: 'First answer.' }, { text: 'Second answer.' }]);
+  const { page, context } = await h.open(t);
+  assert.equal(await run(page, openDevice, { url: remote.url, user: 'clerk', threadId, model: sc.openai(), withTool: false }), 'idle');
+  // Only this agent on the device: nothing else opens, reconnects or flushes for it. First on
+  // a thread never written (this device keeps no copy of it yet), then on one it has.
+  for (const [text, answer] of [['sent later', 'First answer.'], ['and again', 'Second answer.']]) {
+    await context.setOffline(true);
+    assert.equal(await run(page, async (text) => (await window.agent.chat(text)).status, text), 'queued');
+    await context.setOffline(false);
+    await run(page, async (answer) => window.gh.until(() => window.agent.status() === 'idle' &&
+      window.agent.lastMessage()?.content?.[0]?.content === answer, 15_000), answer, 30_000);
+  }
+  const sent = await run(page, async () => (await window.agent.messages()).map((m) => m.content?.[0]?.content));
+  assert.deepEqual(sent, ['sent later', 'First answer.', 'and again', 'Second answer.']);
+  const rows = await remote.pool.query('select count(*)::int as n from gatehouse_messages where thread = $1', [threadId]);
+  assert.equal(rows.rows[0].n, 4, 'each stored once, answered once');
+});
+
 test('a result computed while the handler cannot be reached is kept, and stored once it can', T, async (t) => {
   const threadId = uid('t');
   const sc = await h.scenario([gated('call_1', '/cut'), { text: 'Done.' }]);
