@@ -66,6 +66,13 @@ export class Agent {
 
   static async open(options) {
     await initialized();
+    // An agent whose model is the demo fetches the demo's module as it opens, so that its
+    // first answer needs no network; a remote thread's device without a model (it reads and
+    // decides, model_here) does not.
+    const model = options?.model;
+    if ((model == null || model.provider === "demo") && options?.storage?.kind !== "remote") {
+      import("./demo-model/index.js").then((m) => m.loadDemoModel()).catch(() => {});
+    }
     if (options?.model?.provider === "local") {
       // The in-page model's module loads only now (docs/design.md, "A model in the page").
       const { localModel } = await import("./local/index.js");

@@ -129,6 +129,11 @@ test('an unreachable model server: network error, retryable, the user message ke
 test('demo provider, offline: the approval flow works with no network at all, deterministically', T, async (t) => {
   if (h.engine === 'webkit') return t.skip('WebKitGTK\'s WebDriver (classic) can neither take a page offline nor report its requests');
   const { page, context } = await h.open(t);
+  // The demo model's module (not in the main wasm) is fetched when the first agent that uses
+  // it opens, as the page's first agent does here while the network is up; from then on the
+  // demo needs no network.
+  await run(page, async ({ db }) => { await window.gh.Agent.open({ threadId: 'warm', storage: { database: db } }); }, { db: uid('db') });
+  await page.waitForFunction(() => performance.getEntriesByType('resource').some((e) => e.name.endsWith('/demo-model/model_bg.wasm')));
   const requests = [];
   page.on('request', (req) => requests.push(req.url()));
   await context.setOffline(true);

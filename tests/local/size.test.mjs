@@ -88,9 +88,12 @@ test('a page with a real model fetches nothing of the demo model; one without a 
     assert.deepEqual(custom, { status: 'completed', text: 'from the app' });
     assert.deepEqual(h.server.requests.filter((p) => p.startsWith('/pkg/demo-model/')), []);
 
-    // No model, but no model call either (a device that only reads and decides): nothing yet.
-    await h.page.evaluate(() => window.t.open('demo', undefined, { gated: true }));
+    // A remote thread opened without a model (a device that only reads and decides): nothing.
+    const reader = await h.page.evaluate(async () => window.t.Agent.open({ threadId: 'reader',
+      storage: { kind: 'remote', url: 'http://127.0.0.1:9/api' } }).then(() => 'opened', (e) => e.code));
+    assert.ok(['opened', 'storage', 'network'].includes(reader), reader);
     assert.deepEqual(h.server.requests.filter((p) => p.startsWith('/pkg/demo-model/')), []);
+    await h.page.evaluate(() => window.t.open('demo', undefined, { gated: true }));
 
     // Its first chat: the demo, with its streamed tool call, as before it moved out.
     const r = await h.page.evaluate(() => window.t.chat('demo', 'please delete /tmp/a.txt'));
