@@ -6,7 +6,7 @@
 //
 //   node bench/run.mjs [--quick] [--out DIR] [--only LIST]   (pkg/ must be built: ./scripts/build-pkg.sh)
 //
-// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,local
+// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,remote,local
 // (the memory section's 100,000-message cells come from reopen; local: the in-page model,
 // bench/local.mjs, which needs the test model of make setup-model).
 //
@@ -21,6 +21,7 @@ import esbuild from 'esbuild';
 import { chromium } from 'playwright-core';
 import { startServer } from '../tests/model-server/server.mjs';
 import { measureLocal } from './local.mjs';
+import { measureRemote } from './remote.mjs';
 import { buildRows, formatTable, ms, kb, mb } from './table.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -196,7 +197,7 @@ function prepareSite() {
   const site = path.join(OUT, 'site');
   fs.rmSync(site, { recursive: true, force: true });
   fs.mkdirSync(site, { recursive: true });
-  for (const f of ['index.html', 'reopen-gh.html', 'reopen-ai.html', 'common.js', 'gh.js']) {
+  for (const f of ['index.html', 'reopen-gh.html', 'reopen-ai.html', 'common.js', 'gh.js', 'remote.js']) {
     fs.copyFileSync(path.join(root, 'bench/site', f), path.join(site, f));
   }
   fs.cpSync(path.join(root, 'pkg'), path.join(site, 'pkg'), { recursive: true, dereference: true });
@@ -683,6 +684,10 @@ async function main() {
     if (wanted('turns') || wanted('approvals')) R.turns = await guard('turns', () => perTurn());
     if (wanted('stream')) R.stream = await guard('streaming', () => streaming());
     if (wanted('memory')) R.memory = await guard('memory', () => memory(R.reopen));
+    if (wanted('remote')) R.remote = await guard('remote', () => measureRemote({
+      quick: QUICK, chromium, modelServer: srv, log, errors,
+      launchOptions: { executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-background-timer-throttling', '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows'] },
+    }));
     if (wanted('local')) R.local = await guard('local', () => measureLocal({ runs: QUICK ? 1 : 3 }));
   } finally {
     await context.close().catch(() => {});

@@ -32,7 +32,7 @@ export function buildRows(R, CFG) {
     rows.push(r);
   };
   const info = (label, gh = '—', aip = '—', aim = '—') => rows.push({ label, gh, aip, aim, rp: '', rm: '' });
-  const { size, reopen: ro, turns: tu, stream: st, memory: me } = R;
+  const { size, reopen: ro, turns: tu, stream: st, memory: me, remote: rem } = R;
 
   // ------------------------------------------------------------------ 1. size
   section('1. Size: what the page downloads for a chat with one gated tool (raw / gzip -9 / brotli 11)');
@@ -185,11 +185,44 @@ export function buildRows(R, CFG) {
       ap.ai?.[1000] && ap.ai?.[100000] ? ratio(ap.ai[100000].toIssue.median, ap.ai[1000].toIssue.median) : '—', ap.aiMem?.[1000] && ap.aiMem?.[100000] ? ratio(ap.aiMem[100000].toIssue.median, ap.aiMem[1000].toIssue.median) : '—');
   }
 
+  // ------------------------------------------------------------------ 7. remote threads
+  if (rem) remoteRows(rem, section, info, notes);
 
   notes.push('Columns: Gatehouse; the AI SDK app that persists like Gatehouse (its message list saved to IndexedDB with idb-keyval after every step, as the AI SDK\'s message-persistence guide does in onStepFinish/onFinish); the AI SDK app that keeps its list in memory only (persists nothing).');
   notes.push('Ratios are Gatehouse / that AI SDK app, of the medians (below 1× = Gatehouse is smaller or faster). Timings are printed, never asserted.');
   notes.push('The wasm is served with Cache-Control: no-store, so every reopen compiles it (first-visit cost; no code cache).');
   return { rows, notes };
+}
+
+/** Section 7: remote threads (bench/remote.mjs). Gatehouse only: the AI SDK has no counterpart. */
+function remoteRows(rem, section, info, notes) {
+  section('7. Remote threads (issue 25): the store handler (gatehouse-agent/server) over a throwaway local Postgres 15 (fsync off), Node http; Gatehouse only');
+  if (rem.error) { info('remote threads', `error: ${rem.error}`); return; }
+  const c = rem.commit;
+  if (c) info(`commit latency through the handler, 1 device × 1 thread, p50 / p99 (${c.n} commits in ${c.seconds} s)`, `${ms(c.p50)} / ${ms(c.p99)}`);
+  if (rem.load?.length) {
+    info(`handler load: N devices × M threads, each device committing as soon as answered (${rem.loadSeconds} s per point; clients in the same process)`, 'commits/s · p50 / p99');
+    for (const l of rem.load) info(`  ${l.devices} devices × ${l.threads} threads`, `${l.rate.toFixed(0)}/s · ${ms(l.p50)} / ${ms(l.p99)}${l.conflicts ? ` · ${l.conflicts} conflicts` : ''}`);
+    if (rem.saturation) info('  one Postgres saturates here at (the first point with < 10% more commits/s than the one before)', rem.saturation);
+  }
+  const d = rem.devices;
+  if (d) {
+    if (d.error) info('decision on device B → tool start on device A', `error: ${d.error}`);
+    else info(`decision on device B → tool start on device A (two browser contexts, one remote thread; median / p95 of ${d.decisionToTool.n})`, medP95(d.decisionToTool));
+    if (d.toolToResolved) info('  then tool start on A → the model\'s answer stored, seen on B (median / p95)', medP95(d.toolToResolved));
+  }
+  const o = rem.outbox;
+  if (o) {
+    if (o.error) info('offline → online outbox flush', `error: ${o.error}`);
+    else {
+      info(`offline → online, one agent on the device, nothing else happening: queued message sent within ${o.aloneMs / 1000} s of setOffline(false)`, `${o.alone.sent} of ${o.alone.tried}${o.alone.sent ? ` (${o.alone.toCommit.map((x) => ms(x)).join(', ')})` : ''}`);
+      info(`offline → online with a second agent opened on the thread while offline (as tests/remote/devices.test.mjs): → message committed at the handler (median / p95 of ${o.toCommit.n})`, medP95(o.toCommit));
+      if (o.toModel) info('  → the model request received by the model server', medP95(o.toModel));
+      if (o.toIdle) info('  → the run continued: the answer stored, the agent idle (page)', medP95(o.toIdle));
+      if (o.alone.sent < o.alone.tried) notes.push(`Outbox: with one agent on the device, a message queued offline was not sent within ${o.aloneMs / 1000} s of the network coming back (${o.alone.tried - o.alone.sent} of ${o.alone.tried} tries). Queuing it schedules no retry (src/driver/outbox.rs: enqueue does not call later()), and the agent's change stream, opened before going offline, is not broken by Chromium's offline emulation, so nothing sends it until another agent on the thread starts or the stream reopens.`);
+    }
+  }
+  if (rem.loadavg) notes.push(`Remote threads: load average ${rem.loadavg.join(' ')} when that section ended; Postgres, the handler, the load clients and Chromium share the same ${rem.cores} cores.`);
 }
 
 /** The table as text (column widths fitted). */
