@@ -22,6 +22,7 @@ import { chromium } from 'playwright-core';
 import { startServer } from '../tests/model-server/server.mjs';
 import { measureLocal } from './local.mjs';
 import { measureRemote } from './remote.mjs';
+import { writeReport } from './report.mjs';
 import { buildRows, formatTable, ms, kb, mb } from './table.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -705,9 +706,11 @@ async function main() {
   R.table = table;
   R.rows = rows;
   R.errors = errors;
+  R.notes = notes;
   R.durationS = (Date.now() - started) / 1000;
   fs.writeFileSync(path.join(OUT, 'results.json'), JSON.stringify(R, null, 2));
   fs.writeFileSync(path.join(OUT, 'results.txt'), table + '\n');
+  try { log(`report: ${path.relative(root, writeReport(R, OUT))}`); } catch (e) { log('report.html not written:', e.message); }
   log(`done in ${R.durationS.toFixed(0)} s: ${path.relative(root, path.join(OUT, 'results.json'))}`);
   process.exit(errors.length ? 1 : 0);
 }
