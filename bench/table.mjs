@@ -39,6 +39,7 @@ export function buildRows(R, CFG) {
   if (size) {
     const g = size.gatehouse, a = size.aisdk, p = size.aisdkPersist;
     row('JS, app bundled with esbuild (esm, browser, minified)', null, g.appJs.brotli, p?.appJs.brotli, a.appJs.brotli, { cells: { gh: sizeCell(g.appJs), aip: sizeCell(p?.appJs), aim: sizeCell(a.appJs) }, chart: false });
+    if (g.appJsLazyRaw != null) info('  JS chunks loaded only on use (import(); GH: the local provider), raw, not counted', kb(g.appJsLazyRaw), kb(p?.appJsLazyRaw), kb(a.appJsLazyRaw));
     info('wasm (pkg/gatehouse_bg.wasm)', sizeCell(g.wasm));
     row('total download, gzip -9', kb, g.total.gzip, p?.appJs.gzip, a.appJs.gzip, { short: 'download, gzip -9' });
     row('total download, brotli 11', kb, g.total.brotli, p?.appJs.brotli, a.appJs.brotli, { short: 'download, brotli' });
