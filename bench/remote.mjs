@@ -29,7 +29,27 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const wall = () => performance.timeOrigin + performance.now();
 const sorted = (xs) => [...xs].sort((a, b) => a - b);
 const q = (xs, p) => { const s = sorted(xs); return s.length ? s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] : NaN; };
+const median = (xs) => q(xs, 0.5);
 const summary = (xs) => ({ n: xs.length, median: q(xs, 0.5), p95: q(xs, 0.95), p99: q(xs, 0.99), min: Math.min(...xs), max: Math.max(...xs) });
+
+/** CPU time (ms, user + system) of the cluster's processes: the postmaster and its children. */
+function postgresCpuMs(cluster) {
+  const pm = cluster.pid();
+  if (!pm) return NaN;
+  const tick = 1000 / 100; // USER_HZ
+  let total = 0;
+  for (const e of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const st = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      const pid = Number(e), ppid = Number(f[1]);
+      if (pid === pm || ppid === pm) total += (Number(f[11]) + Number(f[12])) * tick;
+    } catch { /* gone */ }
+  }
+  return total;
+}
+const nodeCpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
 
 /**
  * `chromium`: playwright-core's; `launchOptions`: how to start it; `modelServer`: bench/run.mjs's
@@ -76,11 +96,15 @@ export async function measureRemote({ quick, chromium, launchOptions, modelServe
       const lat = [], counts = { ok: 0, conflicts: 0 };
       const until = performance.now() + out.loadSeconds * 1000;
       const t0 = performance.now();
+      const pg0 = postgresCpuMs(s.postgres), node0 = nodeCpuMs();
       await Promise.all(Array.from({ length: devices }, (_, d) => device(`alice:bench-${devices}x${threads}-${d % threads}`, `d${d}`, until, lat, counts)));
       const elapsed = (performance.now() - t0) / 1000;
-      const p = { devices, threads, rate: counts.ok / elapsed, conflicts: counts.conflicts, p50: q(lat, 0.5), p99: q(lat, 0.99), n: lat.length };
+      const answers = counts.ok + counts.conflicts;
+      const p = { devices, threads, rate: counts.ok / elapsed, conflicts: counts.conflicts, p50: q(lat, 0.5), p99: q(lat, 0.99), n: lat.length,
+        // CPU per answered commit: less sensitive to other load on the machine than the rates.
+        pgCpuPerCommit: (postgresCpuMs(s.postgres) - pg0) / answers, nodeCpuPerCommit: (nodeCpuMs() - node0) / answers };
       out.load.push(p);
-      log(`remote: ${devices} devices × ${threads} threads: ${p.rate.toFixed(0)} commits/s, p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ms, ${p.conflicts} conflicts`);
+      log(`remote: ${devices} devices × ${threads} threads: ${p.rate.toFixed(0)} commits/s, p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ms, ${p.conflicts} conflicts; CPU per commit: Postgres ${p.pgCpuPerCommit.toFixed(2)} ms, node (handler + clients) ${p.nodeCpuPerCommit.toFixed(2)} ms`);
     }
     for (let i = 1; i < out.load.length; i++) {
       if (out.load[i].rate < 1.1 * out.load[i - 1].rate) {
@@ -88,6 +112,11 @@ export async function measureRemote({ quick, chromium, launchOptions, modelServe
         out.saturation = `${best.rate.toFixed(0)} commits/s (${out.load[i - 1].devices} → ${out.load[i].devices} devices added < 10%; p99 then ${out.load[i].p99.toFixed(0)} ms)`;
         break;
       }
+    }
+    // What the CPU per commit says one core could hold, whatever else ran meanwhile.
+    const cpu = out.load.filter((l) => Number.isFinite(l.pgCpuPerCommit));
+    if (cpu.length) {
+      out.cpuPerCommit = { postgres: median(cpu.map((l) => l.pgCpuPerCommit)), node: median(cpu.map((l) => l.nodeCpuPerCommit)) };
     }
     if (!out.saturation) out.saturation = `not reached by ${out.load.at(-1).devices} devices (${out.load.at(-1).rate.toFixed(0)} commits/s)`;
 

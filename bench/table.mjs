@@ -203,8 +203,9 @@ function remoteRows(rem, section, info, notes) {
   if (c) info(`commit latency through the handler, 1 device × 1 thread, p50 / p99 (${c.n} commits in ${c.seconds} s)`, `${ms(c.p50)} / ${ms(c.p99)}`);
   if (rem.load?.length) {
     info(`handler load: N devices × M threads, each device committing as soon as answered (${rem.loadSeconds} s per point; clients in the same process)`, 'commits/s · p50 / p99');
-    for (const l of rem.load) info(`  ${l.devices} devices × ${l.threads} threads`, `${l.rate.toFixed(0)}/s · ${ms(l.p50)} / ${ms(l.p99)}${l.conflicts ? ` · ${l.conflicts} conflicts` : ''}`);
+    for (const l of rem.load) info(`  ${l.devices} devices × ${l.threads} threads`, `${l.rate.toFixed(0)}/s · ${ms(l.p50)} / ${ms(l.p99)}${l.conflicts ? ` · ${l.conflicts} conflicts` : ''}${Number.isFinite(l.pgCpuPerCommit) ? ` · CPU/commit PG ${l.pgCpuPerCommit.toFixed(2)} + node ${l.nodeCpuPerCommit.toFixed(2)} ms` : ''}`);
     if (rem.saturation) info('  one Postgres saturates here at (the first point with < 10% more commits/s than the one before)', rem.saturation);
+    if (rem.cpuPerCommit) info('  CPU per commit, median over the points: Postgres / node (handler + the load clients) → commits/s one core of each would hold', `${ms(rem.cpuPerCommit.postgres)} / ${ms(rem.cpuPerCommit.node)} → ${(1000 / rem.cpuPerCommit.postgres).toFixed(0)} / ${(1000 / rem.cpuPerCommit.node).toFixed(0)}`);
   }
   const d = rem.devices;
   if (d) {
