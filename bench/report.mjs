@@ -80,29 +80,29 @@ export function chartSvg(R) {
   const rows = chartRows(R);
   const colors = { gh: '#2563eb', aip: '#ea580c', aim: '#9ca3af' };
   const names = { gh: 'Gatehouse', aip: 'AI SDK, persisting (idb-keyval after every step)', aim: 'AI SDK, in memory (persists nothing)' };
-  const W = 1000, left = 300, right = 70, bar = 9, gap = 2, rowH = 3 * (bar + gap) + 12, top = 58;
+  const W = 1000, left = 300, right = 70, bar = 9, gap = 2, rowH = 3 * (bar + gap) + 12, top = 80;
   const H = top + rows.length * rowH + 40;
   const vals = rows.flatMap((r) => [r.gh, r.aip, r.aim]).filter((v) => v > 0);
-  const lo = Math.max(0.01, 10 ** Math.floor(Math.log10(Math.min(...vals, 0.5))));
-  const hi = Math.min(1000, 10 ** Math.ceil(Math.log10(Math.max(...vals, 2))));
+  const nice = [];
+  for (let d = -3; d <= 3; d++) for (const m of [1, 2, 5]) nice.push(m * 10 ** d);
+  const lo = [...nice].reverse().find((v) => v <= Math.min(...vals, 0.5) / 1.3) ?? 0.001;
+  const hi = nice.find((v) => v >= Math.max(...vals, 2) * 1.3) ?? 1000;
   const x = (v) => left + ((Math.log10(Math.min(Math.max(v, lo), hi)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (W - left - right);
   const out = [];
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, sans-serif" font-size="12">`);
   out.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
   out.push(`<text x="10" y="18" font-size="14" font-weight="600">Gatehouse vs the Vercel AI SDK — ${esc((R.machine?.date ?? '').slice(0, 16).replace('T', ' '))} UTC${R.config?.quick ? ' (--quick)' : ''}</text>`);
-  out.push(`<text x="${W - 10}" y="18" text-anchor="end" fill="#444">each row ÷ the persisting AI SDK app (= 1.0×, log scale); left of the line = smaller, faster, cheaper</text>`);
+  out.push(`<text x="10" y="36" fill="#444">Each row divided by the persisting AI SDK app (= 1.0×, the dashed line; log scale): left of the line = smaller, faster, cheaper. Medians of one make bench run.</text>`);
   let lx = 10;
   for (const k of ['gh', 'aip', 'aim']) {
-    out.push(`<rect x="${lx}" y="30" width="12" height="12" fill="${colors[k]}"/><text x="${lx + 16}" y="40">${esc(names[k])}</text>`);
+    out.push(`<rect x="${lx}" y="48" width="12" height="12" fill="${colors[k]}"/><text x="${lx + 16}" y="58">${esc(names[k])}</text>`);
     lx += 30 + names[k].length * 6.3;
   }
-  for (let d = Math.log10(lo); d <= Math.log10(hi) + 1e-9; d++) {
-    for (const m of [1, 2, 5]) {
-      const v = m * 10 ** d;
-      if (v < lo || v > hi) continue;
-      out.push(`<line x1="${x(v)}" x2="${x(v)}" y1="${top - 6}" y2="${H - 30}" stroke="${m === 1 ? '#d1d5db' : '#f0f0f0'}"/>`);
-      out.push(`<text x="${x(v)}" y="${H - 16}" text-anchor="middle" fill="#555">${v >= 1 ? v : v.toPrecision(1)}×</text>`);
-    }
+  for (const v of nice) {
+    if (v < lo * 0.999 || v > hi * 1.001) continue;
+    const major = Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9;
+    out.push(`<line x1="${x(v)}" x2="${x(v)}" y1="${top - 6}" y2="${H - 30}" stroke="${major ? '#d1d5db' : '#f0f0f0'}"/>`);
+    out.push(`<text x="${x(v)}" y="${H - 16}" text-anchor="middle" fill="#555">${+v.toPrecision(2)}×</text>`);
   }
   rows.forEach((r, i) => {
     const y0 = top + i * rowH;
