@@ -229,6 +229,11 @@ async function main() {
   const i = argv.indexOf('--results');
   const results = path.resolve(root, i >= 0 ? argv[i + 1] : 'bench-output/results.json');
   const R = JSON.parse(fs.readFileSync(results, 'utf8'));
+  // The rows again from the measurements, with this checkout's bench/table.mjs (a wording or a
+  // row added after the run shows without running it again; the numbers are the run's).
+  const { buildRows } = await import('./table.mjs');
+  ({ rows: R.rows, notes: R.notes } = buildRows(R, R.config));
+  if (R.errors?.length) R.notes.push('ERRORS (cells left empty or marked "error"):\n' + R.errors.map((e) => '  ' + e).join('\n'));
   const html = writeReport(R, path.dirname(results));
   console.log(`wrote ${path.relative(root, html)}`);
   if (!argv.includes('--publish')) return;

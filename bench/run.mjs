@@ -654,21 +654,6 @@ function flagNoThreadTime(missing, busy) {
   return ` (*${Math.round((100 * missing) / busy)}%)`;
 }
 
-/** The in-page model's rows (bench/local.mjs): Gatehouse only, there is no AI SDK column. */
-function localRows(L) {
-  section(`Local provider: ${L.model}, ${L.runtime}, ${L.threads} thread(s), CPU only`);
-  row('runtime download: wllama.wasm + local JS, raw / gzip -9 (only for provider "local")',
-    `${kb(L.bytes.wasm + L.bytes.js)} / ${kb(L.bytes.wasmGzip + L.bytes.jsGzip)}`);
-  const ok = L.warm.filter((w) => !w.error);
-  const tps = (w) => (w.streamMs && w.outputTokens > 1 ? (w.outputTokens - 1) / (w.streamMs / 1000) : NaN);
-  row('first start: download (local server) + load, ms', ms(L.cold.loadMs));
-  row('later start: load from Cache Storage, median ms', ms(median(ok.map((w) => w.loadMs))));
-  row(`time to first token (${ok[0]?.inputTokens ?? '?'}-token prompt), median ms`, ms(median(ok.map((w) => w.ttftMs))));
-  row('tokens per second while streaming, median', median(ok.map(tps)).toFixed(1));
-  row('renderer peak resident memory above the page before the model (page + worker)', mb(L.peakRendererRssAboveBase));
-  for (const w of [L.cold, ...L.warm]) if (w.error) errors.push(`local: ${w.error.code}: ${w.error.message}`);
-}
-
 // ------------------------------------------------------------------------------- main
 
 async function main() {
@@ -716,8 +701,8 @@ async function main() {
   const machine = machineInfo(chromiumVersion);
   R.machine = machine;
   ({ rows, notes } = buildRows(R, CFG));
-  if (R.local) localRows(R.local);
   if (flaggedNoThreadTime) notes.push('(*N%) N% of that window\'s main-thread busy time came from trace events without a thread time; the CPU figure leaves it out.');
+  if (R.local) for (const w of [R.local.cold, ...R.local.warm]) if (w.error) errors.push(`local: ${w.error.code}: ${w.error.message}`);
   if (errors.length) notes.push('ERRORS (cells left empty or marked "error"):\n' + errors.map((e) => '  ' + e).join('\n'));
   const table = printTable(machine);
   console.log(table);

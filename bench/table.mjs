@@ -188,6 +188,7 @@ export function buildRows(R, CFG) {
 
   // ------------------------------------------------------------------ 7. remote threads
   if (rem) remoteRows(rem, section, info, notes);
+  if (R.local) localRows(R.local, section, info);
 
   notes.push('Columns: Gatehouse; the AI SDK app that persists like Gatehouse (its message list saved to IndexedDB with idb-keyval after every step, as the AI SDK\'s message-persistence guide does in onStepFinish/onFinish); the AI SDK app that keeps its list in memory only (persists nothing).');
   notes.push('Ratios are Gatehouse / that AI SDK app, of the medians (below 1× = Gatehouse is smaller or faster). Timings are printed, never asserted.');
@@ -204,7 +205,8 @@ function remoteRows(rem, section, info, notes) {
   if (rem.load?.length) {
     info(`handler load: N devices × M threads, each device committing as soon as answered (${rem.loadSeconds} s per point; clients in the same process)`, 'commits/s · p50 / p99');
     for (const l of rem.load) info(`  ${l.devices} devices × ${l.threads} threads`, `${l.rate.toFixed(0)}/s · ${ms(l.p50)} / ${ms(l.p99)}${l.conflicts ? ` · ${l.conflicts} conflicts` : ''}${Number.isFinite(l.pgCpuPerCommit) ? ` · CPU/commit PG ${l.pgCpuPerCommit.toFixed(2)} + node ${l.nodeCpuPerCommit.toFixed(2)} ms` : ''}`);
-    if (rem.saturation) info('  one Postgres saturates here at (the first point with < 10% more commits/s than the one before)', rem.saturation);
+    const peak = rem.load.reduce((a, b) => (b.rate > a.rate ? b : a));
+    info('  peak: where one Postgres (and this process) saturated on this machine in this run', `${peak.rate.toFixed(0)} commits/s at ${peak.devices} devices × ${peak.threads} threads (p99 ${ms(peak.p99)})`);
     if (rem.cpuPerCommit) info('  CPU per commit, median over the points: Postgres / node (handler + the load clients) → commits/s one core of each would hold', `${ms(rem.cpuPerCommit.postgres)} / ${ms(rem.cpuPerCommit.node)} → ${(1000 / rem.cpuPerCommit.postgres).toFixed(0)} / ${(1000 / rem.cpuPerCommit.node).toFixed(0)}`);
   }
   const d = rem.devices;
@@ -225,6 +227,19 @@ function remoteRows(rem, section, info, notes) {
     }
   }
   if (rem.loadavg) notes.push(`Remote threads: load average ${rem.loadavg.join(' ')} when that section ended; Postgres, the handler, the load clients and Chromium share the same ${rem.cores} cores.`);
+}
+
+/** The in-page model's rows (bench/local.mjs): Gatehouse only, there is no AI SDK column. */
+function localRows(L, section, info) {
+  section(`Local provider: ${L.model}, ${L.runtime}, ${L.threads} thread(s), CPU only`);
+  info('runtime download: wllama.wasm + local JS, raw / gzip -9 (only for provider "local")', `${kb(L.bytes.wasm + L.bytes.js)} / ${kb(L.bytes.wasmGzip + L.bytes.jsGzip)}`);
+  const good = L.warm.filter((w) => !w.error);
+  const tps = (w) => (w.streamMs && w.outputTokens > 1 ? (w.outputTokens - 1) / (w.streamMs / 1000) : NaN);
+  info('first start: download (local server) + load, ms', ms(L.cold.loadMs));
+  info('later start: load from Cache Storage, median ms', ms(median(good.map((w) => w.loadMs))));
+  info(`time to first token (${good[0]?.inputTokens ?? '?'}-token prompt), median ms`, ms(median(good.map((w) => w.ttftMs))));
+  info('tokens per second while streaming, median', median(good.map(tps)).toFixed(1));
+  info('renderer peak resident memory above the page before the model (page + worker)', mb(L.peakRendererRssAboveBase));
 }
 
 /** The table as text (column widths fitted). */
