@@ -172,10 +172,13 @@ test-example:
 test-package: pkg
 	node tests/package/run.mjs
 
-# Benchmarks against the Vercel AI SDK in headless Chromium: prints one table, writes
-# bench-output/results.json. Never fails on a number.
+# Benchmarks against the Vercel AI SDK (an app that persists like Gatehouse and one in memory)
+# in headless Chromium, and the remote-thread rows over a Postgres it starts itself: prints one
+# table, writes bench-output/results.json and bench-output/report.html (the table and a chart of
+# every ratio). Never fails on a number. After a final run, `node bench/report.mjs --publish`
+# puts its chart in docs/bench.png and its numbers and targets in the README (bench/README.md).
 bench: setup pkg
-	@command -v twiggy >/dev/null || cargo install twiggy --version 0.8.0   # the wasm-by-crate row
+	@command -v twiggy >/dev/null || cargo install twiggy --version 0.8.0   # the wasm-by-crate rows
 	node bench/run.mjs
 
 # The run-ownership simulation (tests/simulation.rs) on many more seeds than `cargo test`

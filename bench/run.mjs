@@ -6,7 +6,7 @@
 //
 //   node bench/run.mjs [--quick] [--out DIR] [--only LIST]   (pkg/ must be built: ./scripts/build-pkg.sh)
 //
-// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,local
+// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,remote,local
 // (the memory section's 100,000-message cells come from reopen; local: the in-page model,
 // bench/local.mjs, which needs the test model of make setup-model).
 //
@@ -21,6 +21,9 @@ import esbuild from 'esbuild';
 import { chromium } from 'playwright-core';
 import { startServer } from '../tests/model-server/server.mjs';
 import { measureLocal } from './local.mjs';
+import { measureRemote } from './remote.mjs';
+import { writeReport } from './report.mjs';
+import { buildRows, formatTable, ms, kb, mb } from './table.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
@@ -51,35 +54,18 @@ const summary = (xs) => ({ n: xs.length, median: median(xs), p95: p95(xs), mean:
 
 // ------------------------------------------------------------------------------- formatting
 
-const ms = (x) => (x == null || Number.isNaN(x) ? '—' : x >= 100 ? `${x.toFixed(0)} ms` : x >= 10 ? `${x.toFixed(1)} ms` : `${x.toFixed(2)} ms`);
-const kb = (b) => (b == null ? '—' : b >= 1e6 ? `${(b / 1e6).toFixed(2)} MB` : `${(b / 1e3).toFixed(1)} KB`);
-const mb = (b) => (b == null ? '—' : `${(b / 1048576).toFixed(1)} MiB`);
-const medP95 = (s) => (s ? `${ms(s.median)} / ${ms(s.p95)}` : '—');
-const ratio = (a, b) => (a == null || b == null || !b || Number.isNaN(a) || Number.isNaN(b) ? '' : `${(a / b).toFixed(2)}×`);
-
-const rows = []; // { label, gh, ai, ratio, section? }
+let rows = []; // bench/table.mjs
+let notes = [];
 const section = (title) => rows.push({ section: title });
-const row = (label, gh, ai = 'n/a', r = '') => rows.push({ label, gh: gh ?? '—', ai: ai ?? '—', ratio: r });
-const notes = [];
+const row = (label, gh, aip = '—', aim = '—') => rows.push({ label, gh: gh ?? '—', aip, aim, rp: '', rm: '' });
 
 function printTable(machine) {
   const lines = [];
   lines.push(`Gatehouse vs Vercel AI SDK — ${machine.date}${QUICK ? '   (--quick: small N, smoke run only)' : ''}`);
   lines.push(`machine: ${machine.cpu} · ${machine.cores} cores · ${machine.memGiB} GiB · ${machine.os} · 1-min load average ${machine.loadavgStart[0]} before the run, ${machine.loadavgEnd[0]} at its end (includes the benchmark itself)`);
   if (machine.loadavgStart[0] > machine.cores / 2) lines.push(`WARNING: the machine was not idle before the run (load average ${machine.loadavgStart[0]} on ${machine.cores} cores): wall-clock times are inflated and noisy; the main-thread CPU rows are the robust ones.`);
-  lines.push(`browser: ${machine.chromium} (headless) · node ${machine.node} · ai ${machine.ai} · @ai-sdk/openai-compatible ${machine.openaiCompatible}`);
-  const w = [0, 0, 0, 0];
-  const body = rows.filter((r) => !r.section);
-  const head = ['', 'Gatehouse', 'AI SDK', 'GH / AI'];
-  for (const r of [head, ...body.map((r) => [r.label, r.gh, r.ai, r.ratio])]) r.forEach((c, i) => { w[i] = Math.max(w[i], String(c).length); });
-  const line = (cells) => cells.map((c, i) => (i === 0 ? String(c).padEnd(w[i]) : String(c).padStart(w[i]))).join('  ');
-  const sep = '-'.repeat(w.reduce((a, b) => a + b + 2, -2));
-  lines.push(sep, line(head), sep);
-  for (const r of rows) {
-    if (r.section) { lines.push(r.section); continue; }
-    lines.push(line([r.label, r.gh, r.ai, r.ratio]));
-  }
-  lines.push(sep);
+  lines.push(`browser: ${machine.chromium} (headless) · node ${machine.node} · ai ${machine.ai} · @ai-sdk/openai-compatible ${machine.openaiCompatible} · idb-keyval ${machine.idbKeyval}`);
+  lines.push(formatTable(rows));
   for (const n of notes) lines.push(n);
   return lines.join('\n');
 }
@@ -93,7 +79,7 @@ function machineInfo(chromiumVersion) {
   return {
     date: new Date().toISOString(), cpu, cores: os.cpus().length, loadavgStart: LOAD_START, loadavgEnd: os.loadavg().map((x) => +x.toFixed(2)), memGiB: (os.totalmem() / 2 ** 30).toFixed(1),
     os: `${os.type()} ${os.release()}`, node: process.version, chromium: chromiumVersion,
-    ai: pkgVersion('ai'), openaiCompatible: pkgVersion('@ai-sdk/openai-compatible'),
+    ai: pkgVersion('ai'), openaiCompatible: pkgVersion('@ai-sdk/openai-compatible'), idbKeyval: pkgVersion('idb-keyval'),
     gatehouseVersion: JSON.parse(fs.readFileSync(path.join(root, 'pkg/package.json'), 'utf8')).version,
     gitCommit: (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim(); } catch { return '?'; } })(),
   };
@@ -106,19 +92,37 @@ const br = (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_
 const sizes = (b) => ({ raw: b.length, gzip: gz(b), brotli: br(b) });
 const sizeCell = (s) => `${kb(s.raw)} / ${kb(s.gzip)} / ${kb(s.brotli)}`;
 
+/**
+ * Bundles `entry` as an app's bundler would: esbuild, esm, browser, minified, with code
+ * splitting, so a module the app imports only with `import()` (the package's `local` provider,
+ * wllama, loaded only for provider "local") lands in a chunk of its own, downloaded only when
+ * used. `code` is what the page loads at start: the entry chunk and the chunks it imports
+ * statically; `lazy` is the rest (bytes, raw).
+ */
 function bundle(entry, extra = {}) {
   const r = esbuild.buildSync({
     entryPoints: [entry], bundle: true, format: 'esm', platform: 'browser', minify: true, target: 'es2022',
+    splitting: true, outdir: path.join(os.tmpdir(), 'gatehouse-bench-bundle'),
     write: false, metafile: true, logLevel: 'error', ...extra,
   });
-  const out = Object.values(r.metafile.outputs)[0];
+  const outputs = r.metafile.outputs;
+  const key = (f) => path.relative(process.cwd(), f.path);
+  const files = new Map(r.outputFiles.map((f) => [key(f), f]));
+  const start = Object.keys(outputs).find((k) => outputs[k].entryPoint && !k.endsWith('.map'));
+  const eager = new Set();
+  const walk = (k) => { if (eager.has(k)) return; eager.add(k); for (const i of outputs[k].imports ?? []) if (i.kind === 'import-statement' && outputs[i.path]) walk(i.path); };
+  walk(start);
   const byPackage = {};
-  for (const [p, i] of Object.entries(out.inputs)) {
-    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(p);
-    const k = m ? m[1] : p;
-    byPackage[k] = (byPackage[k] ?? 0) + i.bytesInOutput;
+  for (const k of eager) {
+    for (const [p, i] of Object.entries(outputs[k].inputs)) {
+      const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(p);
+      const n = m ? m[1] : p;
+      byPackage[n] = (byPackage[n] ?? 0) + i.bytesInOutput;
+    }
   }
-  return { code: Buffer.from(r.outputFiles[0].contents), byPackage };
+  const code = Buffer.concat([...eager].map((k) => Buffer.from(files.get(k).contents)));
+  const lazy = Object.keys(outputs).filter((k) => !eager.has(k) && !k.endsWith('.map')).reduce((n, k) => n + outputs[k].bytes, 0);
+  return { code, byPackage, lazy };
 }
 
 function wasmSections(buf) {
@@ -151,19 +155,24 @@ function measureSize() {
   const shippedJs = Buffer.concat([glue, ...snippets]);
   const ghApp = bundle(path.join(root, 'bench/apps/gatehouse-app.js'));
   const aiApp = bundle(path.join(root, 'bench/apps/aisdk-app.js'));
+  const aiPersistApp = bundle(path.join(root, 'bench/apps/aisdk-persist-app.js'));
   const r = {
     gatehouse: {
       wasm: sizes(wasmBuf), wasmSections: wasmSections(wasmBuf), shippedJs: sizes(shippedJs),
-      appJs: sizes(ghApp.code), appJsByInput: ghApp.byPackage,
+      appJs: sizes(ghApp.code), appJsByInput: ghApp.byPackage, appJsLazyRaw: ghApp.lazy,
     },
-    aisdk: { appJs: sizes(aiApp.code), appJsByPackage: aiApp.byPackage },
+    aisdk: { appJs: sizes(aiApp.code), appJsByPackage: aiApp.byPackage, appJsLazyRaw: aiApp.lazy },
+    aisdkPersist: { appJs: sizes(aiPersistApp.code), appJsByPackage: aiPersistApp.byPackage, appJsLazyRaw: aiPersistApp.lazy },
   };
   r.gatehouse.total = { raw: r.gatehouse.wasm.raw + r.gatehouse.appJs.raw, gzip: r.gatehouse.wasm.gzip + r.gatehouse.appJs.gzip, brotli: r.gatehouse.wasm.brotli + r.gatehouse.appJs.brotli };
   // Another engineer's per-crate report; optional.
   const report = path.join(root, 'scripts/size-report.sh');
   if (fs.existsSync(report)) {
     try {
-      r.gatehouse.byCrate = execFileSync('bash', [report], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 }).toString();
+      // --no-build: pkg/ and the release wasm are what this run measures (scripts/bench.sh and
+      // make bench build them first). Every module, so ours can all be listed.
+      r.gatehouse.byCrate = execFileSync('bash', [report, '--no-build'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000, env: { ...process.env, SIZE_REPORT_TOP: '1000' } }).toString();
+      r.gatehouse.breakdown = parseSizeReport(r.gatehouse.byCrate);
     } catch (e) {
       r.gatehouse.byCrate = `scripts/size-report.sh failed: ${String(e.stderr || e.message).trim().split('\n').slice(-3).join(' | ')}`;
     }
@@ -173,17 +182,45 @@ function measureSize() {
   return r;
 }
 
+/**
+ * scripts/size-report.sh's output → { total, crates: [{ name, bytes, items }], modules:
+ * [{ name, bytes }] } (shallow bytes of the shipped wasm, names kept). `ours` = the modules
+ * of gatehouse_agent, the crate this repository builds.
+ */
+function parseSizeReport(text) {
+  const out = { total: null, crates: [], modules: [], ours: [] };
+  let part = null;
+  for (const line of text.split('\n')) {
+    const head = /^== (wasm by crate|top \d+ modules|largest items)/.exec(line);
+    if (head) {
+      part = head[1].startsWith('wasm') ? 'crates' : head[1].startsWith('top') ? 'modules' : null;
+      const t = /total (\d+)/.exec(line);
+      if (t) out.total = Number(t[1]);
+      continue;
+    }
+    if (part === 'crates') {
+      const m = /^\s*(\d+)\s+([\d.]+)%\s+(\d+) items\s+(.+)$/.exec(line);
+      if (m) out.crates.push({ name: m[4].trim(), bytes: Number(m[1]), items: Number(m[3]) });
+    } else if (part === 'modules') {
+      const m = /^\s*(\d+)\s+([\d.]+)%\s+(.+)$/.exec(line);
+      if (m) out.modules.push({ name: m[3].trim(), bytes: Number(m[1]) });
+    }
+  }
+  out.ours = out.modules.filter((m) => m.name === 'gatehouse_agent' || m.name.startsWith('gatehouse_agent::'));
+  return out;
+}
+
 // ------------------------------------------------------------------------------- site + server
 
 function prepareSite() {
   const site = path.join(OUT, 'site');
   fs.rmSync(site, { recursive: true, force: true });
   fs.mkdirSync(site, { recursive: true });
-  for (const f of ['index.html', 'reopen-gh.html', 'reopen-ai.html', 'common.js', 'gh.js']) {
+  for (const f of ['index.html', 'reopen-gh.html', 'reopen-ai.html', 'common.js', 'gh.js', 'remote.js']) {
     fs.copyFileSync(path.join(root, 'bench/site', f), path.join(site, f));
   }
   fs.cpSync(path.join(root, 'pkg'), path.join(site, 'pkg'), { recursive: true, dereference: true });
-  const ai = bundle(path.join(root, 'bench/site/ai-harness.js'), { external: ['/common.js'] });
+  const ai = bundle(path.join(root, 'bench/site/ai-harness.js'), { external: ['/common.js'], splitting: false });
   fs.writeFileSync(path.join(site, 'ai.js'), ai.code);
   return site;
 }
@@ -287,7 +324,8 @@ async function guard(name, fn) {
 // ------------------------------------------------------------------------------- 2. reopen
 
 async function reopen() {
-  const out = { gh: {}, ai: {}, seed: { gh: {}, ai: {} }, approveAfterReopen: { gh: {}, ai: {} }, memory: {} };
+  // `ai`: the persisting AI SDK app (idb-keyval); `aiMem`: the in-memory one (approve only).
+  const out = { gh: {}, ai: {}, seed: { gh: {}, ai: {} }, approveAfterReopen: { gh: {}, ai: {}, aiMem: {} }, memory: {} };
   // Real templates through each SDK, then seed every size straight into IndexedDB.
   {
     const { page } = await newPage();
@@ -300,7 +338,7 @@ async function reopen() {
     for (const n of CFG.sizes) {
       out.seed.gh[n] = await page.evaluate(GH('seed', { database: 'gh-reopen', threadId: `t${n}`, n, template }));
       out.seed.ai[n] = await page.evaluate(AI('seedStored', { key: `t${n}`, n, template: templateAi }));
-      log(`seeded ${n} messages: Gatehouse ${out.seed.gh[n].seedMs.toFixed(0)} ms (${kb(out.seed.gh[n].jsonChars)} of message JSON), AI SDK DIY ${out.seed.ai[n].seedMs.toFixed(0)} ms`);
+      log(`seeded ${n} messages: Gatehouse ${out.seed.gh[n].seedMs.toFixed(0)} ms (${kb(out.seed.gh[n].jsonChars)} of message JSON), AI SDK persisting (idb-keyval set) ${out.seed.ai[n].seedMs.toFixed(0)} ms`);
     }
     await page.close();
   }
@@ -332,7 +370,7 @@ async function reopen() {
     // the whole history is read and the request built. The thread is restored after each
     // approval (raw IndexedDB) so every run starts from the same pending tail. On the largest
     // thread, the first run also reads memory before and after.
-    const ap = { gh: [], ai: [] };
+    const ap = { gh: [], ai: [], aiMem: [] };
     for (let i = 0; i < CFG.approveRuns; i++) {
       await guard(`approve after reopen (Gatehouse, ${n})`, async () => {
         const { page, cdp } = await newPage(`/reopen-gh.html?db=gh-reopen&thread=t${n}&baseUrl=${encodeURIComponent(baseUrl)}`);
@@ -352,21 +390,31 @@ async function reopen() {
         await page.waitForFunction(() => globalThis.__result, null, { timeout: 120_000 });
         const mem = n === CFG.memThread && i === 0;
         if (mem) out.memory.aiOpened = await gcAndMemory(page, cdp, 'ai');
-        const r = await page.evaluate(`(async () => (await import('/ai.js')).approveCanned({ messages: globalThis.__messages, baseUrl: ${JSON.stringify(baseUrl)} }))()`);
+        const r = await page.evaluate(`(async () => (await import('/ai.js')).approveCanned({ messages: globalThis.__messages, baseUrl: ${JSON.stringify(baseUrl)}, persist: ${JSON.stringify(`t${n}`)} }))()`);
         if (mem) out.memory.aiApproved = await gcAndMemory(page, cdp, 'ai');
+        await page.evaluate(AI('restoreStored', { key: `t${n}`, n }));
         await page.close();
         ap.ai.push(r);
       });
+      // The in-memory app cannot reopen: its page holds the same list, built in memory, and
+      // approves it (nothing read, nothing saved).
+      await guard(`approve in memory (AI SDK, ${n})`, async () => {
+        const { page } = await newPage();
+        await page.evaluate(AI('buildInMemory', { n, template: out.templateAi }));
+        const r = await page.evaluate(`(async () => (await import('/ai.js')).approveCanned({ messages: globalThis.__messages, baseUrl: ${JSON.stringify(baseUrl)} }))()`);
+        await page.close();
+        ap.aiMem.push(r);
+      });
     }
-    for (const side of ['gh', 'ai']) {
+    for (const side of ['gh', 'ai', 'aiMem']) {
       const list = ap[side];
       if (!list.length) continue;
       out.approveAfterReopen[side][n] = {
         runs: list, toIssue: summary(list.map((r) => r.toIssueMs)), toResolve: summary(list.map((r) => r.toResolveMs)),
-        requestChars: list[0].requestChars, wasmBytes: list[0].wasmBytes ?? null,
+        requestChars: list[0].requestChars, wasmBytes: list[0].wasmBytes ?? null, saves: list[0].saves ?? null,
       };
     }
-    log(`approve after reopen ${n}: Gatehouse ${ms(out.approveAfterReopen.gh[n]?.toIssue.median)}, AI SDK† ${ms(out.approveAfterReopen.ai[n]?.toIssue.median)}`);
+    log(`approve after reopen ${n}: Gatehouse ${ms(out.approveAfterReopen.gh[n]?.toIssue.median)}, AI SDK persisting ${ms(out.approveAfterReopen.ai[n]?.toIssue.median)}, in memory ${ms(out.approveAfterReopen.aiMem[n]?.toIssue.median)}`);
   }
   return out;
 }
@@ -471,11 +519,13 @@ async function perTurn() {
     { name: 'ghIdb', label: 'Gatehouse IndexedDB', side: 'gh', key: 'idb', args: { baseUrl: sc('turns-gh-idb'), storage: 'indexeddb', database: 'gh-turns', threadId: 'idb', stream: false } },
     { name: 'ghMem', label: 'Gatehouse memory store', side: 'gh', key: 'mem', args: { baseUrl: sc('turns-gh-mem'), storage: 'memory', database: 'gh-turns-mem', threadId: 'mem', stream: false } },
     { name: 'ai', label: 'AI SDK generateText', side: 'ai', key: 'gen', args: { baseUrl: sc('turns-ai'), stream: false } },
+    { name: 'aiP', label: 'AI SDK generateText, persisting', side: 'ai', key: 'genp', args: { baseUrl: sc('turns-ai-p'), stream: false, persist: 'turns-genp' } },
     { name: 'idbFloor', label: 'IndexedDB alone (a GH turn\'s transactions replayed in plain JS)', side: 'gh', key: 'floor', start: 'floorStart', more: 'floorMore', args: { baseUrl: sc('turns-floor'), database: 'gh-floor', threadId: 'floor' } },
   ], n, CFG.block));
   if (wanted('turns')) Object.assign(out, await interleavedTurns([
     { name: 'ghIdbStream', label: 'Gatehouse IndexedDB streaming + onEvent', side: 'gh', key: 'idbs', args: { baseUrl: sc('turns-gh-idb-s'), storage: 'indexeddb', database: 'gh-turns', threadId: 'idb-stream', stream: true, withEvents: true } },
     { name: 'aiStream', label: 'AI SDK streamText', side: 'ai', key: 'str', args: { baseUrl: sc('turns-ai-s'), stream: true } },
+    { name: 'aiPStream', label: 'AI SDK streamText, persisting', side: 'ai', key: 'strp', args: { baseUrl: sc('turns-ai-ps'), stream: true, persist: 'turns-strp' } },
   ], n, CFG.block));
 
   if (!wanted('approvals')) return out;
@@ -484,6 +534,7 @@ async function perTurn() {
     { name: 'approvalGhIdb', label: 'approval Gatehouse IndexedDB', side: 'gh', id: 'appr-gh-idb', args: { storage: 'indexeddb', database: 'gh-approve', threadId: 'a' } },
     { name: 'approvalGhMem', label: 'approval Gatehouse memory', side: 'gh', id: 'appr-gh-mem', args: { storage: 'memory', database: 'gh-approve-mem', threadId: 'a' } },
     { name: 'approvalAi', label: 'approval AI SDK', side: 'ai', id: 'appr-ai', args: {} },
+    { name: 'approvalAiP', label: 'approval AI SDK persisting', side: 'ai', id: 'appr-ai-p', args: { persist: 'appr-ai-p' } },
   ];
   const live = [];
   for (const v of variants) {
@@ -523,7 +574,7 @@ async function perTurn() {
 
 async function streaming() {
   const sides = [];
-  for (const side of ['gh', 'ai']) {
+  for (const side of ['gh', 'aiP', 'ai']) {
     const r = await guard(`streaming ${side} start`, async () => {
       const { page, cdp } = await newPage();
       const baseUrl = srv.scenario(`stream-${side}`, [{ generateTokens: CFG.streamTokens }]);
@@ -537,7 +588,7 @@ async function streaming() {
     for (const s of sides) {
       if (s.failed) continue;
       try {
-        const args = { baseUrl: s.baseUrl, storage: 'indexeddb', database: 'gh-stream', threadId: `s${i}` };
+        const args = { baseUrl: s.baseUrl, storage: 'indexeddb', database: 'gh-stream', threadId: `s${i}`, persist: s.side === 'aiP' ? `stream-${i}` : undefined };
         const t = await traced(s.cdp, () => s.page.evaluate(s.side === 'gh' ? GH('streamOnce', args) : AI('streamOnce', args)));
         const r = { ...t.result, busyMs: t.busyMs, cpuMs: t.cpuMs, noThreadTimeMs: t.noThreadTimeMs };
         if (i > 0) s.runs.push(r);
@@ -588,6 +639,7 @@ async function memory(reopenOut) {
   out.turns = await interleavedTurns([
     { name: 'gh', label: `Gatehouse memory store, ${n} turns`, side: 'gh', key: 'm', memory: true, args: { baseUrl: srv.scenario('mem-gh', [LOOKUP, ANSWER]), storage: 'memory', database: 'gh-mem', threadId: 'm', stream: false } },
     { name: 'ai', label: `AI SDK generateText, ${n} turns`, side: 'ai', key: 'm', memory: true, args: { baseUrl: srv.scenario('mem-ai', [LOOKUP, ANSWER]), stream: false } },
+    { name: 'aiP', label: `AI SDK generateText persisting, ${n} turns`, side: 'ai', key: 'mp', memory: true, args: { baseUrl: srv.scenario('mem-ai-p', [LOOKUP, ANSWER]), stream: false, persist: 'mem-ai-p' } },
   ], n, Math.min(100, n));
   return out;
 }
@@ -600,170 +652,6 @@ function flagNoThreadTime(missing, busy) {
   if (!(missing > 0.05 * busy)) return '';
   flaggedNoThreadTime = true;
   return ` (*${Math.round((100 * missing) / busy)}%)`;
-}
-
-/** The in-page model's rows (bench/local.mjs): Gatehouse only, there is no AI SDK column. */
-function localRows(L) {
-  section(`Local provider: ${L.model}, ${L.runtime}, ${L.threads} thread(s), CPU only`);
-  row('runtime download: wllama.wasm + local JS, raw / gzip -9 (only for provider "local")',
-    `${kb(L.bytes.wasm + L.bytes.js)} / ${kb(L.bytes.wasmGzip + L.bytes.jsGzip)}`);
-  const ok = L.warm.filter((w) => !w.error);
-  const tps = (w) => (w.streamMs && w.outputTokens > 1 ? (w.outputTokens - 1) / (w.streamMs / 1000) : NaN);
-  row('first start: download (local server) + load, ms', ms(L.cold.loadMs));
-  row('later start: load from Cache Storage, median ms', ms(median(ok.map((w) => w.loadMs))));
-  row(`time to first token (${ok[0]?.inputTokens ?? '?'}-token prompt), median ms`, ms(median(ok.map((w) => w.ttftMs))));
-  row('tokens per second while streaming, median', median(ok.map(tps)).toFixed(1));
-  row('renderer peak resident memory above the page before the model (page + worker)', mb(L.peakRendererRssAboveBase));
-  for (const w of [L.cold, ...L.warm]) if (w.error) errors.push(`local: ${w.error.code}: ${w.error.message}`);
-}
-
-function buildRows(R) {
-  const { size, reopen: ro, turns: tu, stream: st, memory: me } = R;
-  const dagger = '†';
-
-  section('1. Size: what the page downloads for a chat with one gated tool (raw / gzip -9 / brotli 11)');
-  if (size) {
-    const g = size.gatehouse, a = size.aisdk;
-    row('JS, app bundled with esbuild (esm, browser, minified)', sizeCell(g.appJs), sizeCell(a.appJs), ratio(g.appJs.brotli, a.appJs.brotli));
-    row('wasm (pkg/gatehouse_bg.wasm)', sizeCell(g.wasm), '—');
-    row('total download', sizeCell(g.total), sizeCell(a.appJs), `${ratio(g.total.gzip, a.appJs.gzip)} gz, ${ratio(g.total.brotli, a.appJs.brotli)} br`);
-    row('  as shipped in pkg/: gatehouse.js + gatehouse_wasm.js + snippets, unminified', sizeCell(g.shippedJs), '—');
-    const sec = g.wasmSections;
-    row('  wasm sections: code / data / other (raw)', `${kb(sec.code)} / ${kb(sec.data ?? 0)} / ${kb(g.wasm.raw - sec.code - (sec.data ?? 0))}`, '—');
-    const top = Object.entries(a.appJsByPackage).sort((x, y) => y[1] - x[1]).slice(0, 3).map(([k, v]) => `${k} ${kb(v)}`).join(', ');
-    row('  largest inputs of the AI SDK bundle (minified)', '—', top);
-    if (g.byCrate == null) row('  wasm by crate', 'skipped: no scripts/size-report.sh in this checkout', 'n/a');
-    else row('  wasm by crate', 'see results.json size.gatehouse.byCrate (printed below)', 'n/a');
-  }
-
-  section(`2. Reopen to pending: fresh page load → pendingTools() answering (median / p95 of ${CFG.reopenRuns} loads; ${dagger} = DIY persistence, not an AI SDK feature)`);
-  if (ro) {
-    for (const n of CFG.sizes) {
-      const g = ro.gh[n], a = ro.ai[n];
-      if (!g) continue;
-      row(`${n.toLocaleString('en-US')} messages: navigation start → pending known`, medP95(g.total), a ? `${dagger} ${medP95(a.total)}` : 'n/a', a ? ratio(g.total.median, a.total.median) : '');
-      row('  library load (GH: import glue + wasm init; AI: import bundle)', medP95(g.load), a ? medP95(a.load) : '—', a ? ratio(g.load.median, a.load.median) : '');
-      row('    of which wasm fetch + compile + instantiate (init())', medP95(g.wasmInit), '—');
-      row(`  thread load (GH: Agent.open = db open + record + tail; AI${dagger}: IDB get of the whole list)`, medP95(g.open), a ? medP95(a.open) : '—', a ? ratio(g.open.median, a.open.median) : '');
-      row(`  find pending (GH: pendingTools(); AI${dagger}: scan the last message)`, medP95(g.pending), a ? medP95(a.pending) : '—');
-      row('  (diagnostic) Agent.open again in the same page, code warm', medP95(g.openAgain), '—');
-      const ga = ro.approveAfterReopen.gh[n], aa = ro.approveAfterReopen.ai[n];
-      if (ga || aa) row(`  then approve → model request issued (median of ${CFG.approveRuns}; whole history read + request built)`, ga ? `${ms(ga.toIssue.median)} (${kb(ga.requestChars)} request; wasm ${mb(ga.wasmBytes)})` : 'error', aa ? `${dagger} ${ms(aa.toIssue.median)} (${kb(aa.requestChars)})` : 'error', ga && aa ? ratio(ga.toIssue.median, aa.toIssue.median) : '');
-    }
-  }
-
-  section(`3. SDK cost per turn: ${CFG.turns} turns of [user → model calls a non-gated tool → tool runs → model answers] = 2 requests per turn, local server answering at once; the history grows, so later turns send bigger requests on both sides (turn k carries ~4k messages)`);
-  if (tu) {
-    const both = (a, b, f) => (a && b ? ratio(f(a), f(b)) : '');
-    const wall = (x) => (x ? `${ms(x.msPerTurn)} / ${ms(x.stats.median)}` : 'error');
-    const cpu = (x) => (x ? ms(x.cpuPerTurn) + flagNoThreadTime(x.noThreadTimeMs, x.busyMs) : 'error');
-    const busy = (x) => (x ? ms(x.busyPerTurn) : 'error');
-    row('wall ms per turn, mean / median: GH IndexedDB vs generateText', wall(tu.ghIdb), wall(tu.ai), both(tu.ghIdb, tu.ai, (x) => x.stats.median));
-    row('  main-thread CPU per turn (trace, thread time)', cpu(tu.ghIdb), cpu(tu.ai), both(tu.ghIdb, tu.ai, (x) => x.cpuPerTurn));
-    row('  main-thread busy per turn (trace, wall time of tasks)', busy(tu.ghIdb), busy(tu.ai), both(tu.ghIdb, tu.ai, (x) => x.busyPerTurn));
-    row('wall ms per turn, mean / median: GH memory store vs generateText', wall(tu.ghMem), wall(tu.ai), both(tu.ghMem, tu.ai, (x) => x.stats.median));
-    row('  main-thread CPU per turn', cpu(tu.ghMem), cpu(tu.ai), both(tu.ghMem, tu.ai, (x) => x.cpuPerTurn));
-    const fo = tu.idbFloor;
-    if (fo) {
-      const txs = fo.started?.transactions ?? [];
-      const ro = txs.filter((t) => t.startsWith('readonly')).length;
-      row(`IndexedDB alone: a GH tool turn's ${ro} read-only + ${txs.length - ro} read-write transactions replayed in plain JS (same values; no SDK, no fetch)`, cpu(fo), '—');
-      if (tu.ghMem && tu.ai) row('  floor: GH memory store + IndexedDB alone, main-thread CPU per turn', ms(tu.ghMem.cpuPerTurn + fo.cpuPerTurn), ms(tu.ai.cpuPerTurn), ratio(tu.ghMem.cpuPerTurn + fo.cpuPerTurn, tu.ai.cpuPerTurn));
-      if (tu.ghIdb && tu.ghMem) row('  GH IndexedDB − GH memory store: what the store costs the SDK per turn, vs IndexedDB alone', ms(tu.ghIdb.cpuPerTurn - tu.ghMem.cpuPerTurn), ms(fo.cpuPerTurn));
-    }
-    row('wall ms per turn, streaming: GH IndexedDB + onEvent vs streamText', wall(tu.ghIdbStream), wall(tu.aiStream), both(tu.ghIdbStream, tu.aiStream, (x) => x.stats.median));
-    row('  main-thread CPU per turn', cpu(tu.ghIdbStream), cpu(tu.aiStream), both(tu.ghIdbStream, tu.aiStream, (x) => x.cpuPerTurn));
-    const fl = (x) => (x ? `${ms(x.first)} → ${ms(x.last)}` : '—');
-    if (tu.ghIdb) row(`first ${tu.ghIdb.window} → last ${tu.ghIdb.window} turns, median wall (GH IndexedDB)`, fl(tu.ghIdb), fl(tu.ai));
-    if (tu.ghMem) row(`first ${tu.ghMem.window} → last ${tu.ghMem.window} turns, median wall (GH memory store)`, fl(tu.ghMem), fl(tu.ai));
-    row('request body at the last turn', tu.ghIdb ? `${kb(tu.ghIdb.lastRequestChars)}, ${tu.ghIdb.messageCount} msgs` : '—', tu.ai ? `${kb(tu.ai.lastRequestChars)}, ${tu.ai.messageCount} msgs` : '—');
-    const ph = (label, g, a) => {
-      if (!g?.phases && !a?.phases) return;
-      row(label, '', '');
-      const defs = (g?.phases ?? a?.phases).phases;
-      defs.forEach((d, i) => {
-        const gm = g?.phases?.phases[i].median, am = a?.phases?.phases[i].median;
-        row(`  ${d.label}`, ms(gm), ms(am), ratio(gm, am));
-      });
-      if (g?.phases) row('  IndexedDB transactions (read-only + read-write); read-write creation → complete, median sum', `${g.phases.idbRead.toFixed(1)} + ${g.phases.idbWrite.toFixed(1)}; ${ms(g.phases.idbWriteMs)}`, a?.phases ? `${a.phases.idbRead.toFixed(1)} + ${a.phases.idbWrite.toFixed(1)}` : '—');
-    };
-    ph('per-phase wall time of a tool turn, median (GH IndexedDB vs generateText)', tu.ghIdb, tu.ai);
-    ph('per-phase wall time of a tool turn, median (GH memory store vs generateText)', tu.ghMem, tu.ai);
-    const ap = (x) => (x ? medP95(x.toIssue) : 'error');
-    row(`approval round trip: submitDecisions → next request issued (page clock, median / p95 of ${CFG.approvals})`, ap(tu.approvalGhIdb), ap(tu.approvalAi), both(tu.approvalGhIdb, tu.approvalAi, (x) => x.toIssue.median));
-    row('  same with the GH memory store', ap(tu.approvalGhMem), ap(tu.approvalAi), both(tu.approvalGhMem, tu.approvalAi, (x) => x.toIssue.median));
-    const sv = (x) => (x?.toServer ? medP95(x.toServer) : '—');
-    row('  → request fully received by the server (page vs node wall clock)', sv(tu.approvalGhIdb), sv(tu.approvalAi), both(tu.approvalGhIdb?.toServer && tu.approvalGhIdb, tu.approvalAi?.toServer && tu.approvalAi, (x) => x.toServer.median));
-    const rs = (x) => (x ? medP95(x.toResolve) : '—');
-    row('  → call resolved (tool ran, answer back; GH: persisted)', rs(tu.approvalGhIdb), rs(tu.approvalAi), both(tu.approvalGhIdb, tu.approvalAi, (x) => x.toResolve.median));
-    ph('  per-phase wall time of an approval round trip, median (GH IndexedDB vs generateText)', tu.approvalGhIdb, tu.approvalAi);
-    ph('  per-phase wall time of an approval round trip, median (GH memory store vs generateText)', tu.approvalGhMem, tu.approvalAi);
-  }
-
-  section(`4. Streaming one ${CFG.streamTokens.toLocaleString('en-US')}-token answer (median of ${CFG.streamRuns}; GH onEvent text_delta vs streamText textStream)`);
-  if (st) {
-    const g = st.gh, a = st.ai;
-    const c = (x, k) => (x?.[k] ? ms(x[k].median) : x ? '—' : 'error');
-    const rr = (k) => (g?.[k] && a?.[k] ? ratio(g[k].median, a[k].median) : '');
-    row('last byte received → last delta delivered', c(g, 'lastByteToLastDelta'), c(a, 'lastByteToLastDelta'), rr('lastByteToLastDelta'));
-    row('first byte received → first delta delivered', c(g, 'firstByteToFirstDelta'), c(a, 'firstByteToFirstDelta'), rr('firstByteToFirstDelta'));
-    row('request issued → last byte received', c(g, 'issuedToLastByte'), c(a, 'issuedToLastByte'), rr('issuedToLastByte'));
-    row('request issued → last delta delivered', c(g, 'issuedToLastDelta'), c(a, 'issuedToLastDelta'), rr('issuedToLastDelta'));
-    const cf = (x) => (x?.cpuPer1k ? ms(x.cpuPer1k.median) + flagNoThreadTime(x.noThreadTimeMs, x.busyMsTotal) : x ? '—' : 'error');
-    row('main-thread CPU per 1,000 tokens (trace, thread time)', cf(g), cf(a), rr('cpuPer1k'));
-    row('  main-thread busy per 1,000 tokens (trace, wall time of tasks)', c(g, 'busyPer1k'), c(a, 'busyPer1k'), rr('busyPer1k'));
-    row('last delta → call resolved (GH: answer persisted to IndexedDB)', c(g, 'lastDeltaToResolved'), c(a, 'lastDeltaToResolved'));
-    row('  deltas delivered / bytes on the wire / body chunks seen by the page', g ? `${g.deltas} / ${kb(g.bytes)} / ${g.chunks}` : '—', a ? `${a.deltas} / ${kb(a.bytes)} / ${a.chunks}` : '—');
-  }
-
-  section('5. Memory (after a forced GC: CDP HeapProfiler.collectGarbage ×2; JS heap = performance.memory.usedJSHeapSize)');
-  if (me) {
-    const w = (m) => (m ? mb(m.wasmBytes) : '—');
-    const h = (m) => (m ? mb(m.jsHeapBytes) : '—');
-    row('fresh page after init: wasm linear memory', w(me.baseline.gh), 'n/a');
-    row('fresh page after init: JS heap', h(me.baseline.gh), h(me.baseline.ai), ratio(me.baseline.gh?.jsHeapBytes, me.baseline.ai?.jsHeapBytes));
-    const nm = CFG.memThread.toLocaleString('en-US');
-    row(`after opening a ${nm}-message thread: wasm linear memory`, w(me.opened.gh), 'n/a');
-    row(`after opening a ${nm}-message thread: JS heap`, h(me.opened.gh), me.opened.ai ? `${dagger} ${h(me.opened.ai)}` : '—', ratio(me.opened.gh?.jsHeapBytes, me.opened.ai?.jsHeapBytes));
-    row('  then approve (whole history loaded for the model call): wasm', w(me.approved.gh), 'n/a');
-    row('  then approve: JS heap', h(me.approved.gh), me.approved.ai ? `${dagger} ${h(me.approved.ai)}` : '—', ratio(me.approved.gh?.jsHeapBytes, me.approved.ai?.jsHeapBytes));
-    const tg = me.turns.gh?.memory, ta = me.turns.ai?.memory;
-    row(`after ${CFG.memTurns.toLocaleString('en-US')} turns (GH memory store): wasm linear memory`, w(tg), 'n/a');
-    row(`after ${CFG.memTurns.toLocaleString('en-US')} turns: JS heap`, h(tg), h(ta), ratio(tg?.jsHeapBytes, ta?.jsHeapBytes));
-    const tot = (m) => (m ? (m.wasmBytes ?? 0) + (m.jsHeapBytes ?? 0) : null);
-    row(`after ${CFG.memTurns.toLocaleString('en-US')} turns: wasm + JS heap`, tg ? mb(tot(tg)) : '—', ta ? mb(tot(ta)) : '—', ratio(tot(tg), tot(ta)));
-    if (me.turns.gh && me.turns.ai) {
-      row(`  wall ms per turn over those turns, median (first → last ${me.turns.gh.window})`, `${ms(me.turns.gh.stats.median)} (${ms(me.turns.gh.first)} → ${ms(me.turns.gh.last)})`, `${ms(me.turns.ai.stats.median)} (${ms(me.turns.ai.first)} → ${ms(me.turns.ai.last)})`, ratio(me.turns.gh.stats.median, me.turns.ai.stats.median));
-      row('  main-thread CPU per turn over those turns', ms(me.turns.gh.cpuPerTurn) + flagNoThreadTime(me.turns.gh.noThreadTimeMs, me.turns.gh.busyMs), ms(me.turns.ai.cpuPerTurn) + flagNoThreadTime(me.turns.ai.noThreadTimeMs, me.turns.ai.busyMs), ratio(me.turns.gh.cpuPerTurn, me.turns.ai.cpuPerTurn));
-    }
-  }
-
-  section('6. Long threads (issue 13): the rows its "done when" names, from the sections above');
-  {
-    const ap = ro?.approveAfterReopen;
-    for (const n of [1000, 10000, 100000]) {
-      const g = ap?.gh?.[n], a = ap?.ai?.[n];
-      if (!g && !a) continue;
-      row(`approve → model request issued, ${n.toLocaleString('en-US')} messages (wasm memory after)`, g ? `${ms(g.toIssue.median)} (${mb(g.wasmBytes)})` : 'error', a ? `${dagger} ${ms(a.toIssue.median)}` : 'error', g && a ? ratio(g.toIssue.median, a.toIssue.median) : '');
-    }
-    const g1 = ap?.gh?.[1000], g100 = ap?.gh?.[100000];
-    if (g1 && g100) row('  100,000 vs 1,000 messages: approve → request / wasm memory (targets ≤ 1.5× / ≤ 2×)', `${ratio(g100.toIssue.median, g1.toIssue.median)} / ${ratio(g100.wasmBytes, g1.wasmBytes)}`, '');
-    if (tu?.ghIdb && tu?.ai) row('main-thread CPU per tool turn, IndexedDB vs in memory (target ≤ 1.0×)', ms(tu.ghIdb.cpuPerTurn), ms(tu.ai.cpuPerTurn), ratio(tu.ghIdb.cpuPerTurn, tu.ai.cpuPerTurn));
-    if (tu?.ghMem && tu?.idbFloor && tu?.ai) row('  its floor: GH memory store + the turn\'s IndexedDB transactions alone (section 3)', ms(tu.ghMem.cpuPerTurn + tu.idbFloor.cpuPerTurn), ms(tu.ai.cpuPerTurn), ratio(tu.ghMem.cpuPerTurn + tu.idbFloor.cpuPerTurn, tu.ai.cpuPerTurn));
-    if (tu?.ghIdbStream && tu?.aiStream) row('main-thread CPU per tool turn, streaming (the SDK\'s default), IndexedDB vs streamText', ms(tu.ghIdbStream.cpuPerTurn), ms(tu.aiStream.cpuPerTurn), ratio(tu.ghIdbStream.cpuPerTurn, tu.aiStream.cpuPerTurn));
-    if (tu?.approvalGhIdb && tu?.approvalAi) row('approval round trip: submitDecisions → next request issued, IndexedDB', ms(tu.approvalGhIdb.toIssue.median), ms(tu.approvalAi.toIssue.median), ratio(tu.approvalGhIdb.toIssue.median, tu.approvalAi.toIssue.median));
-    if (st?.gh && st?.ai) row('first byte → first delta, 20,000-token stream (target ≤ 2×)', ms(st.gh.firstByteToFirstDelta.median), ms(st.ai.firstByteToFirstDelta.median), ratio(st.gh.firstByteToFirstDelta.median, st.ai.firstByteToFirstDelta.median));
-    const tg = me?.turns?.gh?.memory, ta = me?.turns?.ai?.memory;
-    const tot = (m) => (m ? (m.wasmBytes ?? 0) + (m.jsHeapBytes ?? 0) : null);
-    if (tg && ta) row(`memory after ${CFG.memTurns.toLocaleString('en-US')} turns, wasm + JS heap (GH memory store)`, mb(tot(tg)), mb(tot(ta)), ratio(tot(tg), tot(ta)));
-  }
-
-  notes.push(`${dagger} The AI SDK has no persistence: these cells time an app that keeps its ModelMessage[] under one IndexedDB key (idb-keyval style) and loads all of it.`);
-  notes.push('Ratios are Gatehouse / AI SDK of the medians (below 1× = Gatehouse is smaller or faster). Timings are printed, never asserted.');
-  notes.push('The wasm is served with Cache-Control: no-store, so every reopen compiles it (first-visit cost; no code cache).');
-  if (size?.gatehouse?.byCrate) notes.push('wasm by crate (scripts/size-report.sh):\n' + size.gatehouse.byCrate.trimEnd().replace(/^/gm, '  '));
-  if (flaggedNoThreadTime) notes.push('(*N%) N% of that window\'s main-thread busy time came from trace events without a thread time; the CPU figure leaves it out.');
-  if (errors.length) notes.push('ERRORS (cells left empty or marked "error"):\n' + errors.map((e) => '  ' + e).join('\n'));
 }
 
 // ------------------------------------------------------------------------------- main
@@ -800,6 +688,10 @@ async function main() {
     if (wanted('turns') || wanted('approvals')) R.turns = await guard('turns', () => perTurn());
     if (wanted('stream')) R.stream = await guard('streaming', () => streaming());
     if (wanted('memory')) R.memory = await guard('memory', () => memory(R.reopen));
+    if (wanted('remote')) R.remote = await guard('remote', () => measureRemote({
+      quick: QUICK, chromium, modelServer: srv, log, errors,
+      launchOptions: { executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-background-timer-throttling', '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows'] },
+    }));
     if (wanted('local')) R.local = await guard('local', () => measureLocal({ runs: QUICK ? 1 : 3 }));
   } finally {
     await context.close().catch(() => {});
@@ -808,16 +700,20 @@ async function main() {
   }
   const machine = machineInfo(chromiumVersion);
   R.machine = machine;
-  buildRows(R);
-  if (R.local) localRows(R.local);
+  ({ rows, notes } = buildRows(R, CFG));
+  if (flaggedNoThreadTime) notes.push('(*N%) N% of that window\'s main-thread busy time came from trace events without a thread time; the CPU figure leaves it out.');
+  if (R.local) for (const w of [R.local.cold, ...R.local.warm]) if (w.error) errors.push(`local: ${w.error.code}: ${w.error.message}`);
+  if (errors.length) notes.push('ERRORS (cells left empty or marked "error"):\n' + errors.map((e) => '  ' + e).join('\n'));
   const table = printTable(machine);
   console.log(table);
   R.table = table;
   R.rows = rows;
   R.errors = errors;
+  R.notes = notes;
   R.durationS = (Date.now() - started) / 1000;
   fs.writeFileSync(path.join(OUT, 'results.json'), JSON.stringify(R, null, 2));
   fs.writeFileSync(path.join(OUT, 'results.txt'), table + '\n');
+  try { log(`report: ${path.relative(root, writeReport(R, OUT))}`); } catch (e) { log('report.html not written:', e.message); }
   log(`done in ${R.durationS.toFixed(0)} s: ${path.relative(root, path.join(OUT, 'results.json'))}`);
   process.exit(errors.length ? 1 : 0);
 }
