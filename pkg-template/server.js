@@ -430,8 +430,10 @@ async function transaction(pool, fn, begin = "BEGIN") {
       if (RETRY_CODES.has(e?.code) && attempt < 4) continue;
       throw e;
     } finally {
-      // A client that failed mid-transaction is not given back: it may be dead.
-      client.off?.("error", ignore);
+      // A client that failed mid-transaction is not given back: it may be dead. It keeps its
+      // error listener: a killed Postgres's "terminating connection" can still arrive on it
+      // after the release, and with no listener it would be an uncaught exception in the app.
+      if (!broken) client.off?.("error", ignore);
       client.release(broken ? true : undefined);
     }
   }
