@@ -129,7 +129,7 @@ impl Store {
                 Ok(())
             }
             Store::IndexedDb(s) => s.release(thread, owner).await,
-            Store::Remote(s) => s.release(thread, owner, version).await,
+            Store::Remote(s) => s.release(thread, owner, Some(version)).await,
         }
     }
 

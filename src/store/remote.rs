@@ -250,10 +250,15 @@ impl RemoteStore {
         self.lease(thread, owner, LeaseOp::Renew, None).await
     }
 
-    /// Clears `owner`'s lease if the thread is still at `version` (see
-    /// [`LeaseRequest::version`]).
-    pub async fn release(&self, thread: &str, owner: &str, version: u64) -> Result<(), StoreError> {
-        self.lease(thread, owner, LeaseOp::Release, Some(version))
+    /// Clears `owner`'s lease, if the thread is still at `version` when one is given (see
+    /// [`LeaseRequest::version`]; a run's release gives the version it last saw).
+    pub async fn release(
+        &self,
+        thread: &str,
+        owner: &str,
+        version: Option<u64>,
+    ) -> Result<(), StoreError> {
+        self.lease(thread, owner, LeaseOp::Release, version)
             .await
             .map(|_| ())
     }

@@ -97,7 +97,7 @@ impl ContractStore for Remote {
     }
 
     async fn release(&self, thread: &str, owner: &str) -> Result<(), StoreError> {
-        self.at(0.0).release(&self.id(thread), owner).await
+        self.at(0.0).release(&self.id(thread), owner, None).await
     }
 
     async fn rows(
