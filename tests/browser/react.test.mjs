@@ -43,6 +43,8 @@ before(async () => {
     logLevel: 'error', // wasm-bindgen's module repeats an import key; esbuild warns about it
   });
   copyFileSync(path.join(PKG, 'gatehouse_bg.wasm'), path.join(OUT, 'gatehouse_bg.wasm'));
+  // The demo model's wasm, which its module (inlined into the bundle) looks for beside it.
+  copyFileSync(path.join(PKG, 'demo-model/model_bg.wasm'), path.join(OUT, 'model_bg.wasm'));
 });
 
 const T = { timeout: 60_000 };
