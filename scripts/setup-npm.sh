@@ -2,8 +2,11 @@
 # Installs the npm packages of package-lock.json, idempotently: binaryen's wasm-opt (the build
 # needs it), and the test tools (playwright-core drives the system Chromium and downloads no
 # browser; typescript, vite).
+#   scripts/setup-npm.sh [DIR]   DIR: another package of the repository (default: its root),
+#                                e.g. tests/runtimes (scripts/setup-runtimes.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+cd "${1:-.}"
 
 # npm packages only when the lock file changed since the last install.
 stamp=node_modules/.lock-stamp
