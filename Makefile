@@ -45,7 +45,8 @@ test-native:
 # browser APIs.
 check-core-pure:
 	@if grep -rnE 'wasm_bindgen|web_sys|js_sys|gloo|indexed_db' src/thread src/engine src/schema src/providers \
-	    src/event.rs src/store/ownership.rs src/store/record.rs src/store/memory.rs src/store/summary.rs src/store/page.rs src/store/wire.rs; then \
+	    src/event.rs src/store/ownership.rs src/store/record.rs src/store/memory.rs src/store/summary.rs src/store/page.rs src/store/wire.rs \
+	    src/mcp/mod.rs src/mcp/listing.rs src/mcp/rpc.rs; then \
 	  echo "the pure core must not use wasm-bindgen, web-sys, js-sys, gloo or IndexedDB"; exit 1; \
 	else echo "core is pure: ok"; fi
 

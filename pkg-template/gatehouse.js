@@ -3,7 +3,7 @@
 // before init() is `not_initialized` (a call while init() runs waits for it); dispose()
 // while a call runs lets it finish and releases the agent after; any call after dispose()
 // is `disposed`. scripts/build-pkg.sh fills in the path of the error module.
-import initWasm, { initSync as initSyncWasm, Agent as Core, setDemoModel } from "./gatehouse_wasm.js";
+import initWasm, { initSync as initSyncWasm, Agent as Core, setDemoModel, setMcpClient } from "./gatehouse_wasm.js";
 import { GatehouseError } from "__ERROR_MODULE__";
 
 export { GatehouseError };
@@ -21,11 +21,18 @@ let loaded = false; // init() has finished: synchronous calls may go ahead
 // so an agent with another model, or one that never calls a model (a device that only reads
 // and decides), never fetches it (docs/design.md, "The demo model").
 const demoModel = async (request) => (await import("./demo-model/index.js")).demoCall(request);
+// Nor is the MCP client: its module loads when an agent with `mcpServers` first asks a server
+// (docs/design.md, "MCP tools").
+const mcpClient = async (config) => (await import("./mcp/index.js")).connect(config);
+const register = () => {
+  setDemoModel(demoModel);
+  setMcpClient(mcpClient);
+};
 
 export default function init(input) {
   ready ??= initWasm(input).then(
     () => {
-      setDemoModel(demoModel);
+      register();
       loaded = true;
     },
     (e) => {
@@ -38,7 +45,7 @@ export default function init(input) {
 
 export function initSync(input) {
   initSyncWasm(input);
-  setDemoModel(demoModel);
+  register();
   ready = Promise.resolve();
   loaded = true;
 }

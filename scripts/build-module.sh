@@ -1,29 +1,36 @@
 #!/usr/bin/env bash
-# Builds the demo model's own wasm (demo-model/) into pkg/demo-model/: release wasm,
-# wasm-bindgen (--target web: demo-model/index.js instantiates it on first use), wasm-opt.
+# Builds one of the package's own wasm modules, which gatehouse.js loads only when an agent
+# uses them, into pkg/<dir>/: release wasm, wasm-bindgen (--target web: <dir>/index.js
+# instantiates it on first use), wasm-opt, and pkg-template/<dir>/index.js.
+#   scripts/build-module.sh demo-model   the offline demo model (demo-model/)
+#   scripts/build-module.sh mcp          the MCP client (mcp-client/)
 # Built as the main wasm is (scripts/build-pkg.sh: the pinned nightly, std rebuilt for size,
-# panics that trap), in the same target directory: it is what a new user's first chat
-# downloads.
+# panics that trap), in the same target directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+case "$1" in
+  demo-model) crate=gatehouse-demo-model name=model ;;
+  mcp) crate=gatehouse-mcp-client name=client ;;
+  *) echo "usage: $0 demo-model|mcp" >&2; exit 2 ;;
+esac
+out=pkg/$1
 toolchain=$(./scripts/pkg-toolchain.sh)
 target_dir=target/pkg
 RUSTFLAGS="-Zunstable-options -Csymbol-mangling-version=legacy -Zlocation-detail=none" \
-  CARGO_TARGET_DIR=$target_dir cargo "+$toolchain" build --release -p gatehouse-demo-model \
+  CARGO_TARGET_DIR=$target_dir cargo "+$toolchain" build --release -p "$crate" \
   --target wasm32-unknown-unknown -Z build-std=std,panic_abort \
   -Z build-std-features=optimize_for_size -Z panic-immediate-abort \
   --config 'profile.release.panic="immediate-abort"'
-out=pkg/demo-model
 rm -rf "$out"
 mkdir -p "$out"
-wasm-bindgen $target_dir/wasm32-unknown-unknown/release/gatehouse_demo_model.wasm \
-  --out-dir "$out" --out-name model --target web --remove-producers-section
-rm -f "$out"/model_bg.wasm.d.ts "$out"/model.d.ts # only index.js imports it
-node_modules/.bin/wasm-opt "$out"/model_bg.wasm -Oz --converge \
+wasm-bindgen "$target_dir/wasm32-unknown-unknown/release/${crate//-/_}.wasm" \
+  --out-dir "$out" --out-name "$name" --target web --remove-producers-section
+rm -f "$out/${name}_bg.wasm.d.ts" "$out/$name.d.ts" # only index.js imports it
+node_modules/.bin/wasm-opt "$out/${name}_bg.wasm" -Oz --converge \
   --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
-  -o "$out"/model_bg.wasm
-cp pkg-template/demo-model/index.js "$out"/
-printf '%-24s %8d B raw %8d B gzip -9\n' "demo-model/model_bg.wasm" \
-  "$(wc -c < "$out"/model_bg.wasm)" "$(gzip -9 -c "$out"/model_bg.wasm | wc -c)"
+  -o "$out/${name}_bg.wasm"
+cp "pkg-template/$1/index.js" "$out/"
+printf '%-24s %8d B raw %8d B gzip -9\n' "$1/${name}_bg.wasm" \
+  "$(wc -c < "$out/${name}_bg.wasm")" "$(gzip -9 -c "$out/${name}_bg.wasm" | wc -c)"

@@ -65,9 +65,12 @@ cp -r pkg-template/ui pkg/ui
 # gatehouse-agent/server: the store handler (hand-written JS) over its wasm core in pkg/server/.
 cp pkg-template/server.js pkg-template/server.d.ts pkg/
 ./scripts/build-server-core.sh
-# The demo model's own wasm (the main wasm is built without the `demo` feature): gatehouse.js
-# imports demo-model/index.js only for an agent with provider "demo" or no model.
-./scripts/build-demo-model.sh
+# The modules the main wasm leaves out (it is built without the `demo` and `mcp` features),
+# each its own wasm that gatehouse.js imports only when an agent uses it: the demo model
+# (provider "demo" or no model) and the MCP client (`mcpServers`), with their shared loader.
+cp pkg-template/load-wasm.js pkg/
+./scripts/build-module.sh demo-model
+./scripts/build-module.sh mcp
 # gatehouse-agent/local, the in-page model, with the llama.cpp runtime it runs (wllama's ESM
 # build, its wasm and licence), so that no CDN is asked; gatehouse.js imports it only for
 # `provider: "local"` (docs/design.md, "A model in the page").
@@ -92,6 +95,10 @@ echo "the demo model (loaded only for provider \"demo\"):"
 cat pkg/demo-model/*.js > "$js"
 size "demo JS" "$js"
 size "demo model_bg.wasm" pkg/demo-model/model_bg.wasm
+echo "the MCP client (loaded only for mcpServers):"
+cat pkg/mcp/*.js > "$js"
+size "MCP JS" "$js"
+size "MCP client_bg.wasm" pkg/mcp/client_bg.wasm
 echo "gatehouse-agent/local (loaded only for provider \"local\"):"
 cat pkg/local/*.js pkg/local/wllama/index.js > "$js"
 size "local JS" "$js"

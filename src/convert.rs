@@ -142,23 +142,4 @@ fn from_json<T: DeserializeOwned>(json: &str) -> Result<T, String> {
     })
 }
 
-/// A readable description of any thrown JS value.
-pub fn describe(e: &JsValue) -> String {
-    if let Some(s) = e.as_string() {
-        return s;
-    }
-    let get = |k: &str| {
-        js_sys::Reflect::get(e, &k.into())
-            .ok()
-            .and_then(|v| v.as_string())
-    };
-    match (get("name"), get("message")) {
-        (Some(n), Some(m)) if !m.is_empty() => format!("{n}: {m}"),
-        (_, Some(m)) => m,
-        (Some(n), None) => n,
-        _ => js_sys::JSON::stringify(e)
-            .ok()
-            .and_then(|s| s.as_string())
-            .unwrap_or_else(|| "unknown error".into()),
-    }
-}
+pub use crate::net::describe;

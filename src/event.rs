@@ -82,7 +82,8 @@ pub enum Event<'a> {
     McpError {
         server: Cow<'a, str>,
         /// `unreachable` (offline, CORS), `unauthorized` (401, 403), `http`, `timeout`,
-        /// `protocol`, `rpc` (a JSON-RPC error answer).
+        /// `protocol`, `rpc` (a JSON-RPC error answer), `aborted`, `cut_off` (the server took
+        /// a `tools/call` and its answer broke off: the call is re-gated).
         code: Cow<'a, str>,
         message: Cow<'a, str>,
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -23,6 +23,9 @@ mod convert;
 mod driver;
 #[cfg(all(target_arch = "wasm32", feature = "browser"))]
 mod js;
+#[cfg(all(target_arch = "wasm32", feature = "net"))]
+#[cfg_attr(not(feature = "browser"), allow(dead_code))] // the MCP client's module uses a part
+mod net;
 
 // The Rust API (wasm only: it runs in the browser, like the JS one).
 #[cfg(all(target_arch = "wasm32", feature = "browser"))]

@@ -8,7 +8,7 @@
 // and, if any file changed (e.g. the SDK was rebuilt), replaces the cached copies and
 // tells the page, which offers a reload. The running page is never given a mix of files.
 
-const VERSION = 'gatehouse-demo-v6';
+const VERSION = 'gatehouse-demo-v7';
 const FILES = [
   './',
   './index.html',
@@ -22,10 +22,15 @@ const FILES = [
   '../pkg/gatehouse.js',
   '../pkg/gatehouse_wasm.js',
   '../pkg/gatehouse_bg.wasm',
-  // The demo model, which the main wasm leaves out: the demo chats with it offline.
+  // The demo model and the MCP client, which the main wasm leaves out, and their loader: the
+  // demo chats with the model offline, and a thread with an MCP server reopens offline.
+  '../pkg/load-wasm.js',
   '../pkg/demo-model/index.js',
   '../pkg/demo-model/model.js',
   '../pkg/demo-model/model_bg.wasm',
+  '../pkg/mcp/index.js',
+  '../pkg/mcp/client.js',
+  '../pkg/mcp/client_bg.wasm',
   '../pkg/ui/index.js',
   '../pkg/ui/announcer.js',
   '../pkg/ui/cards.js',

@@ -5,20 +5,10 @@
 // custom model's do, with the same events as before: word-sized text deltas, then each tool
 // call's start and its arguments in fragments.
 import init, { respond } from "./model.js";
-
-let ready;
+import { loadOnce } from "../load-wasm.js";
 
 /** Loads the module once; a failed load is not kept, so the next turn tries again. */
-export function loadDemoModel() {
-  ready ??= (async () => {
-    const url = new URL("./model_bg.wasm", import.meta.url);
-    // Node (tests, scripts) cannot fetch a file: URL; browsers and bundlers fetch the URL.
-    const fs = url.protocol === "file:" ? globalThis.process?.getBuiltinModule?.("node:fs") : undefined;
-    await init({ module_or_path: fs ? fs.readFileSync(url) : url });
-  })();
-  ready.catch(() => (ready = undefined));
-  return ready;
-}
+export const loadDemoModel = loadOnce(init, new URL("./model_bg.wasm", import.meta.url));
 
 /** The demo model as a custom model's `call` (CustomModelRequest → CustomModelAnswer). */
 export async function demoCall({ messages, tools, onText, onToolCallStart, onToolCallDelta }) {

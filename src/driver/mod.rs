@@ -3,12 +3,10 @@
 //! the session and its view (`session`), run admission and ownership (`admission`), the step
 //! loop with its writes (`step`); the I/O each needs sits in its own module beside them.
 
-mod abort;
 pub mod changes;
 pub mod error;
 pub mod events;
 pub mod expiry;
-pub mod fetch;
 pub mod history;
 pub mod live;
 pub mod locks;
@@ -17,6 +15,8 @@ pub mod model;
 pub mod outbox;
 pub mod store;
 pub mod tools;
+
+pub(crate) use crate::net::{abort, fetch};
 
 mod admission;
 mod session;

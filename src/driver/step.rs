@@ -137,6 +137,12 @@ pub(super) async fn drive(
                         .await
                         {
                             tools::Execution::Settled(outcome) => outcome,
+                            // It may or may not have taken effect: re-gated, never re-sent.
+                            tools::Execution::CutOff => {
+                                let t = now() as u64;
+                                s.borrow_mut().engine.abandon_tool(&inv.call_id, t)?;
+                                continue;
+                            }
                             // Aborted while `execute` had not settled: it may still take
                             // effect. `run` decides what happens to it.
                             tools::Execution::Abandoned(pending) => {

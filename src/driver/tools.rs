@@ -6,6 +6,7 @@ use super::abort;
 use super::events::Emitter;
 use crate::engine::{PolicyVerdict, ToolSpec};
 use serde_json::{Map, Value};
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -24,6 +25,9 @@ pub struct ToolContext {
     pub signal: Option<AbortSignal>,
     /// The run's listener (an MCP tool reports `mcp_error` events through it).
     pub(crate) events: Emitter,
+    /// Set by an executor whose error leaves open whether the call took effect (an MCP
+    /// server's answer broke off after it took the request): the call is re-gated.
+    pub(crate) cut_off: Rc<Cell<bool>>,
 }
 
 /// Runs a call: its inputs, its context; `Err` is the message the model sees as a
@@ -73,6 +77,12 @@ impl Tool {
 /// How a tool's execution ended.
 pub enum Execution {
     Settled(Result<Value, String>),
+    /// It failed in a way that leaves open whether it took effect: its executor said so
+    /// (`ToolContext::cut_off`), or the page was being left when it failed (a reload or a
+    /// closed tab cuts off its requests, and Firefox still runs the page's code that hears
+    /// of it). Re-gated, as a call cut off by a page that died is (docs/design.md, "The run
+    /// journal").
+    CutOff,
     /// The run's signal aborted before it settled: the execution, still going.
     Abandoned(LocalFuture<Result<Value, String>>),
 }
@@ -94,19 +104,74 @@ pub async fn execute(
             tool.spec.name
         )));
     };
+    let cut_off = Rc::new(Cell::new(false));
     let ctx = ToolContext {
         call_id: call_id.to_owned(),
         thread_id: thread_id.to_owned(),
         signal: signal.cloned(),
         events: events.clone(),
+        cut_off: cut_off.clone(),
     };
+    leaving::watch();
     let mut running = f(Value::Object(inputs.clone()), ctx);
-    match signal {
-        None => Execution::Settled(running.await),
+    let outcome = match signal {
+        None => running.await,
         Some(signal) => match abort::before_abort(&mut running, signal).await {
-            Some(outcome) => Execution::Settled(outcome),
-            None => Execution::Abandoned(running),
+            Some(outcome) => outcome,
+            None => return Execution::Abandoned(running),
         },
+    };
+    match outcome {
+        Err(_) if cut_off.get() || leaving::now() => Execution::CutOff,
+        outcome => Execution::Settled(outcome),
+    }
+}
+
+/// Whether the page is being left: after a `pagehide` until a `pageshow` (back from the
+/// back-forward cache), or within `BEFORE_UNLOAD_MS` of a `beforeunload` (Firefox cuts the
+/// page's requests off as a reload starts, before `pagehide`; an app may cancel the
+/// navigation there, so that one only counts for a moment). Windows only; a worker is never
+/// "left" this way.
+mod leaving {
+    use std::cell::Cell;
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen::prelude::*;
+    use web_sys::EventTarget;
+
+    const BEFORE_UNLOAD_MS: f64 = 2_000.0;
+
+    thread_local! {
+        static WATCHED: Cell<bool> = const { Cell::new(false) };
+        static HIDDEN: Cell<bool> = const { Cell::new(false) };
+        static BEFORE_UNLOAD: Cell<f64> = const { Cell::new(f64::NEG_INFINITY) };
+    }
+
+    /// Listens once per page (the listeners live as long as the page).
+    pub fn watch() {
+        if WATCHED.replace(true) {
+            return;
+        }
+        let global = js_sys::global();
+        if js_sys::Reflect::has(&global, &"onpagehide".into()) != Ok(true) {
+            return;
+        }
+        let Some(target) = global.dyn_ref::<EventTarget>() else {
+            return;
+        };
+        let on = |event: &str, f: Closure<dyn Fn()>| {
+            let _ = target.add_event_listener_with_callback(event, f.as_ref().unchecked_ref());
+            f.forget();
+        };
+        on("pagehide", Closure::new(|| HIDDEN.set(true)));
+        on("pageshow", Closure::new(|| HIDDEN.set(false)));
+        on(
+            "beforeunload",
+            Closure::new(|| BEFORE_UNLOAD.set(js_sys::Date::now())),
+        );
+    }
+
+    pub fn now() -> bool {
+        HIDDEN.get() || js_sys::Date::now() - BEFORE_UNLOAD.get() < BEFORE_UNLOAD_MS
     }
 }
 
@@ -134,6 +199,7 @@ pub async fn verdict(
         thread_id: thread_id.to_owned(),
         signal: None,
         events: Emitter::default(),
+        cut_off: Rc::default(),
     };
     let mut asking = f(Value::Object(inputs.clone()), ctx);
     match signal {

@@ -123,6 +123,14 @@ pub fn set_demo_model(call: Function) {
     DEMO.with(|d| *d.borrow_mut() = Some(call));
 }
 
+/// Registers `connect` of the package's MCP client module, which the main wasm leaves out
+/// (docs/design.md, "MCP tools"). Internal: gatehouse.js calls it once the wasm is loaded.
+#[cfg(not(feature = "mcp"))]
+#[wasm_bindgen(js_name = setMcpClient, skip_typescript)]
+pub fn set_mcp_client(connect: Function) {
+    crate::driver::mcp::register(connect);
+}
+
 fn bad(m: impl Into<String>) -> AgentError {
     AgentError::InvalidConfig(m.into())
 }

@@ -217,7 +217,7 @@ export type AgentEvent =
       /** `status`: the HTTP status of a provider's error (429: rate limited). */
       error: { code: string; message: string; status?: number } }
   | { type: "mcp_error"; server: string;
-      code: "unreachable" | "unauthorized" | "http" | "timeout" | "protocol" | "rpc" | "aborted";
+      code: "unreachable" | "unauthorized" | "http" | "timeout" | "protocol" | "rpc" | "aborted" | "cut_off";
       message: string; status?: number }
   | { type: "warning"; code: "mcp_tool_skipped"; message: string }
   /** A `local` model getting its file ("download": from the network, "cache": from the

@@ -1,26 +1,26 @@
 //! One MCP server over Streamable HTTP (docs/design.md, "MCP tools"): `initialize`, the
 //! `Mcp-Session-Id`, re-initialising when the server forgot the session, `tools/list`,
 //! `tools/call`, `list_changed` heard on the GET stream, `notifications/cancelled` when a
-//! call is aborted.
+//! call is aborted. What it answers is `Listed`, a call's result as the model sees it, or an
+//! [`McpFailure`]: the same whether the driver runs it (feature `mcp`) or the MCP client's
+//! own module does (mcp-client/).
 
-use super::super::abort;
-use super::super::fetch::{self, AbortLink, BodyReader, FetchError};
-use crate::event::Event;
-use crate::mcp::{self, Incoming, McpServerConfig, PROTOCOL_VERSIONS};
+use super::{self as mcp, Incoming, Listed, McpFailure, McpServerConfig, PROTOCOL_VERSIONS};
+use crate::net::abort;
+use crate::net::fetch::{self, AbortLink, BodyReader, FetchError};
 use crate::providers::SseParser;
 use gloo_net::http::Method;
 use serde_json::{Value, json};
-use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use web_sys::{AbortController, AbortSignal};
 
 /// How long `initialize` and `tools/list` may take, and a `tools/call`.
-pub(super) const LIST_TIMEOUT_MS: f64 = 10_000.0;
+const LIST_TIMEOUT_MS: f64 = 10_000.0;
 const CALL_TIMEOUT_MS: f64 = 120_000.0;
 
 /// Why a request to a server failed.
-pub enum McpError {
+enum McpError {
     /// Offline, refused, or a CORS refusal (browsers do not tell them apart).
     Unreachable(String),
     Http(u16, String),
@@ -31,10 +31,12 @@ pub enum McpError {
     Rpc(mcp::RpcError),
     /// 404 for our session id: the server forgot it (it restarted); initialise again.
     SessionGone,
+    /// The server took the request, and its answer broke off or ended before the answer.
+    CutOff(String),
 }
 
 impl McpError {
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             McpError::Unreachable(_) => "unreachable",
             McpError::Http(401 | 403, _) => "unauthorized",
@@ -43,6 +45,7 @@ impl McpError {
             McpError::Aborted => "aborted",
             McpError::Protocol(_) => "protocol",
             McpError::Rpc(_) => "rpc",
+            McpError::CutOff(_) => mcp::CUT_OFF,
         }
     }
 
@@ -55,7 +58,7 @@ impl McpError {
     }
 
     /// The text the model sees as the tool error, and the event's message.
-    pub fn message(&self, server: &str) -> String {
+    fn message(&self, server: &str) -> String {
         let why = match self {
             McpError::Unreachable(e) => format!(
                 "is unreachable (offline, down, or it refused this page's origin: CORS): {e}"
@@ -67,17 +70,28 @@ impl McpError {
             McpError::Aborted => "was not waited for: the run was aborted".into(),
             McpError::Protocol(e) => format!("broke the protocol: {e}"),
             McpError::Rpc(e) => format!("answered with error {}: {}", e.code, e.message),
+            McpError::CutOff(e) => format!(
+                "took the request, but its answer broke off ({e}): it may or may not have \
+                 taken effect"
+            ),
         };
         format!("The MCP server \"{server}\" {why}")
     }
 
-    pub(super) fn event(&self, server: &str) -> Event<'static> {
-        Event::McpError {
-            server: Cow::Owned(server.to_owned()),
-            code: Cow::Borrowed(self.code()),
-            message: Cow::Owned(self.message(server)),
+    fn failure(&self, server: &str) -> McpFailure {
+        McpFailure {
+            code: self.code().into(),
+            message: self.message(server),
             status: self.status(),
         }
+    }
+}
+
+/// A failure reading the answer of a request the server took.
+fn cut_off(e: FetchError) -> McpError {
+    match e {
+        FetchError::Aborted => McpError::Aborted,
+        FetchError::Network(m) | FetchError::BadRequest(m) => McpError::CutOff(m),
     }
 }
 
@@ -103,7 +117,7 @@ pub struct Client {
     conn: RefCell<Option<Conn>>,
     next_id: Cell<u64>,
     /// Its tool list may have changed (`list_changed`, or it could not be listed yet).
-    pub(super) stale: Cell<bool>,
+    stale: Cell<bool>,
     /// Ends the GET stream when the client goes.
     listening: RefCell<Option<AbortController>>,
 }
@@ -125,6 +139,11 @@ impl Client {
             stale: Cell::new(true),
             listening: RefCell::new(None),
         })
+    }
+
+    /// Whether its tool list must be read again (before the next model call).
+    pub fn stale(&self) -> bool {
+        self.stale.get()
     }
 
     fn id(&self) -> u64 {
@@ -177,7 +196,7 @@ impl Client {
             .get("content-type")
             .is_some_and(|t| t.starts_with("text/event-stream"));
         if !sse {
-            let text = fetch::text(&resp, link).await?;
+            let text = fetch::text(&resp, link).await.map_err(cut_off)?;
             return match self.answer(&text, id)? {
                 Some(a) => Ok((a?, session)),
                 None => Err(McpError::Protocol("no answer to the request".into())),
@@ -186,7 +205,7 @@ impl Client {
         let mut reader =
             BodyReader::new(&resp).ok_or(McpError::Protocol("an empty stream".into()))?;
         let mut parser = SseParser::new();
-        while let Some(chunk) = reader.next(link).await? {
+        while let Some(chunk) = reader.next(link).await.map_err(cut_off)? {
             for ev in parser.push(&chunk) {
                 if let Some(a) = self.answer(&ev.data, id)? {
                     reader.cancel();
@@ -194,7 +213,7 @@ impl Client {
                 }
             }
         }
-        Err(McpError::Protocol(
+        Err(McpError::CutOff(
             "the stream ended before the answer".into(),
         ))
     }
@@ -320,11 +339,17 @@ impl Client {
         });
     }
 
-    /// Every page of `tools/list`.
-    pub(super) async fn list(
-        self: &Rc<Self>,
-    ) -> Result<Vec<Result<Value, mcp::Skipped>>, McpError> {
-        let mut all = Vec::new();
+    /// Every page of `tools/list`, within `LIST_TIMEOUT_MS`.
+    pub async fn list(self: &Rc<Self>) -> Result<Listed, McpFailure> {
+        let mut listing = std::pin::pin!(self.pages());
+        let listed = abort::within(&mut listing, LIST_TIMEOUT_MS).await;
+        listed
+            .unwrap_or(Err(McpError::Timeout))
+            .map_err(|e| e.failure(&self.cfg.name))
+    }
+
+    async fn pages(self: &Rc<Self>) -> Result<Listed, McpError> {
+        let mut all = Listed::default();
         let mut cursor: Option<String> = None;
         // A bound on pages, so a server that always sends a cursor cannot hold the agent.
         for _ in 0..100 {
@@ -334,7 +359,12 @@ impl Client {
             };
             let page = self.request("tools/list", params, None).await?;
             let (tools, next) = mcp::parse_tools_page(&page);
-            all.extend(tools);
+            for t in tools {
+                match t {
+                    Ok(t) => all.tools.push(t),
+                    Err(s) => all.skipped.push(s),
+                }
+            }
             cursor = next;
             if cursor.is_none() {
                 break;
@@ -344,16 +374,20 @@ impl Client {
         Ok(all)
     }
 
-    pub(super) async fn call(
+    /// One `tools/call` with exactly `inputs`: `Ok` its result as the model sees it (`Err`
+    /// the tool error a result with `isError` is), or why the server could not be asked.
+    pub async fn call(
         self: &Rc<Self>,
         tool: &str,
         inputs: Value,
         signal: Option<&AbortSignal>,
-    ) -> Result<Value, McpError> {
+    ) -> Result<Result<Value, String>, McpFailure> {
         let params = json!({ "name": tool, "arguments": inputs });
         let mut calling = std::pin::pin!(self.request("tools/call", params, signal));
-        abort::within(&mut calling, CALL_TIMEOUT_MS)
-            .await
-            .unwrap_or(Err(McpError::Timeout))
+        let called = abort::within(&mut calling, CALL_TIMEOUT_MS).await;
+        match called.unwrap_or(Err(McpError::Timeout)) {
+            Ok(result) => Ok(mcp::call_result(&result)),
+            Err(e) => Err(e.failure(&self.cfg.name)),
+        }
     }
 }

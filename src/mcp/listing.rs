@@ -5,6 +5,7 @@
 
 use super::{McpServerConfig, namespaced};
 use crate::engine::{ToolSpec, check_tool_name};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The keys of a listed tool this client reads (and stores).
@@ -14,7 +15,7 @@ const KEPT: [&str; 5] = ["name", "title", "description", "inputSchema", "annotat
 const HINTS: [&str; 3] = ["readOnlyHint", "destructiveHint", "openWorldHint"];
 
 /// A listed tool left out, and why (a `warning` event).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skipped {
     pub tool: String,
     pub reason: String,

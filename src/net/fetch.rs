@@ -6,7 +6,7 @@
 //! rejects with its signal's abort reason, which an app may set to anything (`abort("stop")`),
 //! so gloo-net only ever sees our own [`AbortLink`] signal, aborted with an `Error` of ours.
 
-use crate::convert::describe;
+use super::describe;
 use gloo_net::http::{Method, RequestBuilder, Response};
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::JsCast;
@@ -19,9 +19,9 @@ use web_sys::{
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(js_name = setTimeout)]
-    pub(super) fn set_timeout(cb: &Function, ms: f64) -> JsValue;
+    pub(crate) fn set_timeout(cb: &Function, ms: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
-    pub(super) fn clear_timeout(id: &JsValue);
+    pub(crate) fn clear_timeout(id: &JsValue);
 }
 
 /// Why a fetch did not produce a response.

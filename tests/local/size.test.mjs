@@ -113,3 +113,58 @@ test('a page with a real model fetches nothing of the demo model; one without a 
     await h.close();
   }
 });
+
+// The MCP client leaves the main wasm as well (docs/design.md, "MCP tools"): its own wasm,
+// mcp/, imported by gatehouse.js when an agent with `mcpServers` first asks a server.
+test('the main entry imports nothing of the MCP client, and its wasm holds none of the protocol', () => {
+  const graph = staticGraph('gatehouse.js');
+  assert.deepEqual(graph.filter((f) => f.startsWith('mcp/')), []);
+  // Texts only the transport sends: they are in the client's wasm, not in the main one.
+  for (const text of ['notifications/initialized', 'mcp-session-id', 'mcp-protocol-version']) {
+    assert.ok(read('mcp/client_bg.wasm').toString('latin1').includes(text), text);
+    assert.ok(!read('gatehouse_bg.wasm').toString('latin1').includes(text), text);
+  }
+  const entry = read('gatehouse.js').toString();
+  assert.match(entry, /const mcpClient = async \(config\) => \(await import\("\.\/mcp\/index\.js"\)\)\.connect\(config\);/);
+  const gz = (files) => gzipSync(Buffer.concat(files.map(read)), { level: 9 }).length;
+  console.log(`MCP client (only for mcpServers): JS ${gz(['mcp/index.js', 'mcp/client.js'])} B gzip, wasm ${gz(['mcp/client_bg.wasm'])} B gzip`);
+});
+
+test('a page without mcpServers fetches nothing of the MCP client; one with a server loads it, lists and calls', { timeout: 60_000 }, async () => {
+  const { startMcpServer } = await import('../mcp/server.mjs');
+  const mcp = await startMcpServer();
+  const h = await start();
+  const fetched = () => h.server.requests.filter((p) => p.startsWith('/pkg/mcp/')).sort();
+  try {
+    await h.goto();
+    await h.page.evaluate(() => window.t.open('plain', { provider: 'demo' }));
+    assert.equal((await h.page.evaluate(() => window.t.chat('plain', 'hello'))).status, 'completed');
+    assert.deepEqual(fetched(), []);
+
+    // An agent with an MCP server: the module loads as it opens (the server is listed), and
+    // the model's call of a server tool is gated, approved, and sent once.
+    const r = await h.page.evaluate(async (url) => {
+      let turn = 0;
+      let seen;
+      const model = { provider: 'custom', call: ({ messages }) => {
+        if (turn++ === 0) return { toolCalls: [{ id: 'c1', name: 'files__read_file', arguments: { path: '/tmp/x' } }] };
+        seen = messages.at(-1).tools[0].result;
+        return { text: 'read it' };
+      } };
+      const agent = await window.t.Agent.open({ threadId: 'with-mcp', storage: { kind: 'memory' }, model,
+        mcpServers: [{ name: 'files', url }] });
+      const asked = await agent.chat('read /tmp/x');
+      const done = await agent.submitDecisions({ c1: 'approve' });
+      return { asked: asked.status, done: done.status, seen };
+    }, mcp.url);
+    assert.equal(r.asked, 'awaiting_approval', JSON.stringify(r));
+    assert.equal(r.done, 'completed', JSON.stringify(r));
+    assert.match(r.seen, /\/tmp\/x/, JSON.stringify(r)); // the server's answer, as the model sees it
+    assert.deepEqual(mcp.log.filter((m) => m.method === 'tools/call').map((m) => m.params),
+      [{ name: 'read_file', arguments: { path: '/tmp/x' } }]);
+    assert.deepEqual(fetched(), ['/pkg/mcp/client.js', '/pkg/mcp/client_bg.wasm', '/pkg/mcp/index.js']);
+  } finally {
+    await h.close();
+    await mcp.close();
+  }
+});

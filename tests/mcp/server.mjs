@@ -9,6 +9,8 @@
 //                                         //   /nocors/mcp sends no CORS headers
 //   await mcp.restart()                   // same port, every session forgotten
 //   mcp.addTool('new_tool')               // registered on every session: list_changed
+//   mcp.cutNextCall(ms)                   // the next tools/call's answer is cut off: its
+//                                         //   headers sent, its connection destroyed at `ms`
 //   await mcp.close()
 //
 // Also a process of its own: `node tests/mcp/server.mjs [--port N]` (the demo's local server).
@@ -75,6 +77,7 @@ export async function startMcpServer({ port = 0 } = {}) {
   const extraTools = [];
   let openStreams = 0; // GET streams (for server notifications) now open
   let sessions = new Map(); // session id -> { transport, server }
+  let cutAfter = null; // ms: the next tools/call's connection is destroyed after its headers
 
   async function handle(req, res) {
     const url = new URL(req.url, 'http://x');
@@ -112,6 +115,19 @@ export async function startMcpServer({ port = 0 } = {}) {
       });
       entry = { server, transport };
       await server.connect(transport);
+    }
+    if (cutAfter !== null && body?.method === 'tools/call') {
+      const ms = cutAfter;
+      cutAfter = null;
+      // The SDK's SSE answer: its headers and a comment sent at once; the tool goes on, its
+      // answer never arrives.
+      const writeHead = res.writeHead.bind(res);
+      res.writeHead = (...args) => {
+        writeHead(...args);
+        res.write(': the answer is on its way\n\n'); // an SSE comment: Firefox's fetch resolves
+        setTimeout(() => res.socket?.destroy(), ms);
+        return res;
+      };
     }
     await entry.transport.handleRequest(req, res, body);
   }
@@ -153,6 +169,9 @@ export async function startMcpServer({ port = 0 } = {}) {
     addTool(name) {
       extraTools.push(name);
       for (const { server } of sessions.values()) addTo(server, name);
+    },
+    cutNextCall(ms = 100) {
+      cutAfter = ms;
     },
     close: stop,
   };

@@ -27,7 +27,9 @@ const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gateh
   // gatehouse-agent/local, the in-page model, with the llama.cpp runtime it vendors.
   "local/index.js", "local/index.d.ts", "local/grammar.js", "local/model-file.js", "local/wllama/index.js",
   "local/wllama/wllama.wasm", "local/wllama/LICENCE",
-  "demo-model/index.js", "demo-model/model.js", "demo-model/model_bg.wasm"];
+  "demo-model/index.js", "demo-model/model.js", "demo-model/model_bg.wasm",
+  // The MCP client's module (only for mcpServers), and the loader both modules share.
+  "mcp/index.js", "mcp/client.js", "mcp/client_bg.wasm", "load-wasm.js"];
 const unexpected = listing.filter((f) => !wanted.includes(f.replace(/^package\//, "")) && !/^package\/snippets\/[^/]+\/.+\.js$/.test(f));
 const missing = wanted.filter((f) => !listing.includes("package/" + f));
 if (unexpected.length || missing.length || !listing.some((f) => f.endsWith("/src/js/error.js"))) {

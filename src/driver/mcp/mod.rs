@@ -1,14 +1,16 @@
 //! MCP servers (docs/design.md, "MCP tools"): [`McpTools`], the agent's MCP tools as
-//! ordinary [`Tool`]s, listed from one [`Client`] per server (`client`).
+//! ordinary [`Tool`]s, listed from one [`Connection`] per server (`connection`).
 
-mod client;
+mod connection;
 
-use super::abort;
+#[cfg(not(feature = "mcp"))]
+pub use connection::register;
+
 use super::events::Emitter;
 use super::tools::{Execute, LocalFuture, Tool};
 use crate::event::Event;
 use crate::mcp::{self, McpServerConfig};
-use client::{Client, LIST_TIMEOUT_MS, McpError};
+use connection::Connection;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -17,7 +19,7 @@ use std::rc::Rc;
 /// An agent's MCP servers, the tool lists it uses (stored with the thread), and the events
 /// it owes the app (Agent.open takes no listener: they go to the next run's).
 pub struct McpTools {
-    clients: Vec<Rc<Client>>,
+    clients: Vec<Rc<Connection>>,
     /// `{ server: [tool] }`, the servers' JSON.
     listed: RefCell<Map<String, Value>>,
     /// `listed` differs from what the thread record holds.
@@ -32,7 +34,7 @@ impl McpTools {
     pub async fn open(servers: Vec<McpServerConfig>, stored: Option<&Value>) -> McpTools {
         let stored = stored.and_then(Value::as_object).cloned();
         let set = McpTools {
-            clients: servers.into_iter().map(Client::new).collect(),
+            clients: servers.into_iter().map(Connection::new).collect(),
             listed: RefCell::new(stored.unwrap_or_default()),
             unsaved: Cell::new(false),
             owed: RefCell::new(Vec::new()),
@@ -43,31 +45,25 @@ impl McpTools {
 
     /// Whether a server's list must be read again (before the next model call).
     pub fn stale(&self) -> bool {
-        self.clients.iter().any(|c| c.stale.get())
+        self.clients.iter().any(|c| c.stale())
     }
 
     /// Lists the stale servers again; true when a list changed. Events go to `ev`, or are
     /// owed to the next run when there is none.
     pub async fn refresh(&self, ev: Option<&Emitter>) -> bool {
         let mut changed = false;
-        for c in self.clients.iter().filter(|c| c.stale.get()) {
-            let mut listing = std::pin::pin!(c.list());
-            let listed = abort::within(&mut listing, LIST_TIMEOUT_MS).await;
-            let tools = match listed.unwrap_or(Err(McpError::Timeout)) {
-                Ok(tools) => tools,
+        for c in self.clients.iter().filter(|c| c.stale()) {
+            let listed = match c.list().await {
+                Ok(listed) => listed,
                 Err(e) => {
                     self.tell(ev, e.event(&c.cfg.name));
                     continue;
                 }
             };
-            let mut kept = Vec::new();
-            for t in tools {
-                match t {
-                    Ok(t) => kept.push(t),
-                    Err(s) => self.tell(ev, skipped(&c.cfg.name, &s)),
-                }
+            for s in &listed.skipped {
+                self.tell(ev, skipped(&c.cfg.name, s));
             }
-            let kept = Value::Array(kept);
+            let kept = Value::Array(listed.tools);
             let mut listed = self.listed.borrow_mut();
             if listed.get(&c.cfg.name) == Some(&kept) {
                 continue;
@@ -141,15 +137,16 @@ fn skipped(server: &str, s: &mcp::Skipped) -> Event<'static> {
 }
 
 /// Runs `tool` of `client` with exactly the inputs given: one `tools/call`.
-fn execute(client: Rc<Client>, tool: String) -> Execute {
+fn execute(client: Rc<Connection>, tool: String) -> Execute {
     Rc::new(move |inputs, ctx| -> LocalFuture<Result<Value, String>> {
         let (client, tool) = (client.clone(), tool.clone());
         Box::pin(async move {
             match client.call(&tool, inputs, ctx.signal.as_ref()).await {
-                Ok(result) => mcp::call_result(&result),
+                Ok(result) => result,
                 Err(e) => {
                     ctx.events.emit(&e.event(&client.cfg.name));
-                    Err(e.message(&client.cfg.name))
+                    ctx.cut_off.set(e.code == mcp::CUT_OFF);
+                    Err(e.message)
                 }
             }
         })
