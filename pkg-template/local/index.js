@@ -44,29 +44,42 @@ function check(options, invalid) {
   }
 }
 
-// One loaded model per file, shared by every agent of the page; wllama answers one request at
-// a time, so calls queue.
+// One loaded model per file and context window, shared by every agent of the page; wllama
+// answers one request at a time, so calls queue. (The context window is the runtime's n_ctx:
+// an agent asking for another one gets a runtime of its own.)
 const loaded = new Map();
 
 function runtime(source, options, report, signal) {
-  const key = source instanceof Blob ? source : `${source}|${options.sha256 ?? ""}`;
-  let entry = loaded.get(key);
+  const file = source instanceof Blob ? source : `${source}|${options.sha256 ?? ""}`;
+  const windows = loaded.get(file) ?? loaded.set(file, new Map()).get(file);
+  const window = options.contextWindow ?? DEFAULT_CONTEXT;
+  let entry = windows.get(window);
   if (!entry) {
-    entry = { queue: Promise.resolve(), ready: load(source, options, report, signal) };
-    loaded.set(key, entry);
+    const drop = () => windows.get(window) === entry && windows.delete(window);
+    entry = { queue: Promise.resolve(), ready: load(source, options, report, signal), drop };
+    windows.set(window, entry);
     // A failed load is not kept: the next call tries again (after the file is fixed).
-    entry.ready.catch(() => loaded.delete(key));
+    entry.ready.catch(drop);
   }
   return entry;
 }
 
 async function load(source, { sha256, contextWindow }, report, signal) {
   const blob = await modelFile(source, { sha256, report, signal });
+  // llama.cpp's own error lines, kept rather than printed: wllama's loadModel resolves even
+  // when llama.cpp could not create the context (a KV cache too large for the page's memory),
+  // and the first chat then aborts the runtime; these lines are how that is told apart.
+  const native = [];
   const wllama = new Wllama(
     { default: new URL("./wllama/wllama.wasm", import.meta.url).href },
     {
-      suppressNativeLog: true,
-      logger: { debug() {}, log() {}, warn: console.warn, error: console.error },
+      suppressNativeLog: false,
+      logger: {
+        debug() {},
+        log() {},
+        warn() {},
+        error: (...a) => native.push(a.join(" ")) > 50 && native.shift(),
+      },
       // The file is ours (model-file.js): wllama's own cache, which needs a storage backend
       // some browsers lack (WebKitGTK under automation), is never used.
       cacheManager: {},
@@ -99,6 +112,15 @@ async function load(source, { sha256, contextWindow }, report, signal) {
     throw new Error(`the model runtime (wllama) could not start in this browser: ${text}`);
   } finally {
     globalThis.document?.removeEventListener("securitypolicyviolation", blocked);
+  }
+  const failed = native.find((l) => /failed to (create|initialize) (the )?context|failed to allocate|insufficient memory/.test(l));
+  if (failed) {
+    await wllama.exit().catch(() => {});
+    const lines = native.filter((l) => /fail|insufficient/.test(l)).slice(0, 4).join("; ");
+    if (/allocate|insufficient memory/.test(lines)) {
+      throw fileError("out_of_memory", `the model (${blob.size} bytes) with a context window of ${contextWindow ?? DEFAULT_CONTEXT} tokens does not fit in this page's memory: ${lines}`);
+    }
+    throw new Error(`llama.cpp could not create the model's context: ${lines}`);
   }
   report("load", blob.size, blob.size);
   return wllama;
@@ -139,7 +161,12 @@ export function localModel(options, invalid) {
     const entry = runtime(url, options, report, signal);
     const wllama = await entry.ready;
     // Wait for the calls before this one (another agent, or a run aborted a moment ago).
-    const turn = entry.queue.then(() => generate(wllama, request, { maxTokens, temperature, toolChoice, parallelToolCalls }));
+    const turn = entry.queue.then(() => generate(wllama, request, { maxTokens, temperature, toolChoice, parallelToolCalls }))
+      .catch((e) => {
+        // llama.cpp aborted (an assertion, memory): that runtime is gone; the next call loads anew.
+        if (e instanceof WebAssembly.RuntimeError || /Aborted\(|\(ABORT\)/.test(String(e?.message))) entry.drop();
+        throw e;
+      });
     entry.queue = turn.catch(() => {});
     return turn;
   };

@@ -102,6 +102,20 @@ test('a full storage quota is quota_exceeded; the thread stays usable', { timeou
   assert.equal((await h.page.evaluate(() => window.t.chat('quota', 'hello again'))).status, 'completed');
 });
 
+test('a context window too large for the page\'s memory is out_of_memory; the thread stays usable', { timeout: 120_000 }, async () => {
+  // SmolLM2-135M's KV cache takes about 23 KB a token (30 layers, 3 KV heads of 64, f16): a
+  // million tokens is some 23 GB, past what a wasm32 page can allocate.
+  await h.page.evaluate(() => window.t.open('oom', { provider: 'local', url: '/models/test.gguf', contextWindow: 1_000_000 }));
+  const r = await h.page.evaluate(() => window.t.chat('oom', 'hello'));
+  assert.equal(r.error?.code, 'out_of_memory', JSON.stringify(r));
+  assert.match(r.error.message, /does not fit in this page's memory/);
+  assert.deepEqual((await h.page.evaluate(() => window.t.messages('oom'))).map((m) => m.role), ['user']);
+  // The same file with a window that fits answers on the same thread.
+  await h.page.evaluate((m) => window.t.open('oom', m), MODEL);
+  const ok = await h.page.evaluate(() => window.t.chat('oom', 'hello again'));
+  assert.equal(ok.status, 'completed', JSON.stringify(ok));
+});
+
 test('offline: reload, and the model answers from the cache; the thread is stored', { timeout: 240_000 }, async () => {
   const before = modelRequests();
   await h.context.setOffline(true);
