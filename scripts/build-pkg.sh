@@ -78,6 +78,11 @@ cp -r pkg-template/local pkg/local
 mkdir -p pkg/local/wllama
 cp node_modules/@wllama/wllama/esm/index.js node_modules/@wllama/wllama/esm/wasm/wllama.wasm \
   node_modules/@wllama/wllama/LICENCE pkg/local/wllama/
+# Its "compat" build (wasm32, no JSPI), for browsers without WebAssembly memory64 or JSPI
+# (Safari, WebKitGTK): wllama would fetch it from jsDelivr; index.js points it here instead.
+mkdir -p pkg/local/wllama/compat
+cp node_modules/@wllama/wllama-compat/wasm/wllama.js node_modules/@wllama/wllama-compat/wasm/wllama.wasm \
+  pkg/local/wllama/compat/
 version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
 sed -i "s/\"version\": \"[^\"]*\"/\"version\": \"$version\"/" pkg/package.json
 # The CDN URLs in the package README name the version being built.
@@ -103,4 +108,5 @@ echo "gatehouse-agent/local (loaded only for provider \"local\"):"
 cat pkg/local/*.js pkg/local/wllama/index.js > "$js"
 size "local JS" "$js"
 size "local wllama.wasm" pkg/local/wllama/wllama.wasm
+size "local compat wasm" pkg/local/wllama/compat/wllama.wasm
 rm -f "$js"

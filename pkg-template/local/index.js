@@ -85,6 +85,15 @@ async function load(source, { sha256, contextWindow }, report, signal) {
       cacheManager: {},
     },
   );
+  // wllama's main build needs WebAssembly memory64 (its wasm imports a 64-bit memory) and
+  // JSPI; where either is missing (WebKit/Safari: WebKitGTK 2.50 cannot even parse that wasm)
+  // it switches to its "compat" build (wasm32, Asyncify), which by default it fetches from
+  // jsDelivr: offline, or under a CSP or COEP, that fetch fails ("Load failed"). Ours is
+  // vendored beside the main build (scripts/build-pkg.sh) and fetched only by such browsers.
+  wllama.setCompat({
+    worker: new URL("./wllama/compat/wllama.js", import.meta.url).href,
+    wasm: new URL("./wllama/compat/wllama.wasm", import.meta.url).href,
+  });
   const threads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
   report("load", 0, blob.size);
   // wllama starts its worker from a blob: URL; a Content Security Policy without `worker-src

@@ -40,7 +40,10 @@ test('the main entry imports nothing of gatehouse-agent/local, and holds no llam
   const local = ['local/index.js', 'local/grammar.js', 'local/model-file.js', 'local/wllama/index.js'];
   console.log(`main entry: wasm ${gz(['gatehouse_bg.wasm'])} B gzip, JS ${gz(graph)} B gzip (${graph.length} modules)`);
   console.log(`gatehouse-agent/local: JS ${gz(local)} B gzip, wllama.wasm ${gz(['local/wllama/wllama.wasm'])} B gzip`);
-  assert.deepEqual(readdirSync(path.join(PKG, 'local/wllama')).sort(), ['LICENCE', 'index.js', 'wllama.wasm']);
+  assert.deepEqual(readdirSync(path.join(PKG, 'local/wllama')).sort(), ['LICENCE', 'compat', 'index.js', 'wllama.wasm']);
+  // wllama's compat build (browsers without memory64 or JSPI), vendored: no jsDelivr.
+  assert.deepEqual(readdirSync(path.join(PKG, 'local/wllama/compat')).sort(), ['wllama.js', 'wllama.wasm']);
+  assert.doesNotMatch(read('local/index.js').toString(), /cdn\.|jsdelivr/);
 });
 
 test('a page chatting with another provider fetches nothing of the local module', { timeout: 60_000 }, async () => {

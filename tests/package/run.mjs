@@ -27,6 +27,8 @@ const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gateh
   // gatehouse-agent/local, the in-page model, with the llama.cpp runtime it vendors.
   "local/index.js", "local/index.d.ts", "local/grammar.js", "local/model-file.js", "local/wllama/index.js",
   "local/wllama/wllama.wasm", "local/wllama/LICENCE",
+  // wllama's compat build, for browsers without wasm memory64 or JSPI (Safari, WebKitGTK).
+  "local/wllama/compat/wllama.js", "local/wllama/compat/wllama.wasm",
   "demo-model/index.js", "demo-model/model.js", "demo-model/model_bg.wasm",
   // The MCP client's module (only for mcpServers), and the loader both modules share.
   "mcp/index.js", "mcp/client.js", "mcp/client_bg.wasm", "load-wasm.js"];
