@@ -146,11 +146,12 @@ test-mcp: pkg
 # The local provider (a GGUF model in the page, tests/local/): the main entry's size and what
 # it loads, then load with progress, offline, a gated call, abort and bad files in headless
 # Chromium with the test model (make setup-model), and the demo's in-browser model setting;
-# load and answer in Firefox ESR (WebKitGTK fails to start wllama's runtime: not run).
+# load and answer in Firefox ESR and in WebKitGTK (wllama's compat build, vendored).
 test-local: pkg setup-model
 	node --test tests/local/size.test.mjs
 	node --test --test-concurrency=1 tests/local/local.test.mjs tests/local/demo.test.mjs
 	GATEHOUSE_BROWSER=firefox node --test tests/local/engines.test.mjs
+	GATEHOUSE_BROWSER=webkit xvfb-run -a node --test tests/local/engines.test.mjs
 
 # The demo app, the widget and offline use, end to end.
 test-demo: pkg
