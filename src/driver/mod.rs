@@ -8,6 +8,7 @@ pub mod error;
 pub mod events;
 pub mod expiry;
 pub mod history;
+mod leaving;
 pub mod live;
 pub mod locks;
 pub mod mcp;
