@@ -70,6 +70,9 @@ class FirefoxBrowser {
     const { default: puppeteer } = await import('puppeteer-core');
     const browser = await puppeteer.launch({
       browser: 'firefox', executablePath: FIREFOX_PATH, headless: true, protocol: 'webDriverBiDi', timeout: 30_000,
+      // One evaluate may wait for as long as a test allows (loading a model in the page took
+      // over 180 s, puppeteer's default, once in a fresh-clone CI run); tests bound themselves.
+      protocolTimeout: 290_000,
     });
     return new FirefoxBrowser(browser);
   }

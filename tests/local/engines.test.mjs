@@ -8,12 +8,19 @@ import { startLocalServer } from './server.mjs';
 
 const ENGINE = process.env.GATEHOUSE_BROWSER || 'firefox';
 
-test(`${ENGINE}: the local model loads and answers`, { timeout: 300_000 }, async () => {
+test(`${ENGINE}: the local model loads and answers`, { timeout: 300_000 }, async (t) => {
   const server = await startLocalServer();
   const browser = await launchBrowser(ENGINE);
   try {
     const context = await browser.newContext();
     const page = await context.newPage();
+    // What the page said, with the time since the start: printed if the test fails.
+    const t0 = Date.now();
+    const said = [];
+    page.on('console', (m) => said.push(`${Date.now() - t0} ms ${m.type()}: ${m.text()}`));
+    page.on('pageerror', (e) => said.push(`${Date.now() - t0} ms pageerror: ${e.message}`));
+    let passed = false;
+    t.after(() => { if (!passed) console.log(`page console (${ENGINE}):\n${said.join('\n')}`); });
     await page.goto(`${server.url}/tests/local/page.html`);
     await page.waitForFunction(() => window.ready === true, null, { timeout: 60_000 });
     const r = await page.evaluate(async () => {
@@ -27,6 +34,7 @@ test(`${ENGINE}: the local model loads and answers`, { timeout: 300_000 }, async
     assert.ok(r.deltas >= 2 && r.progress >= 3, JSON.stringify({ deltas: r.deltas, progress: r.progress }));
     const text = r.message.content.map((b) => b.content).join('');
     assert.ok(text.trim().length > 0);
+    passed = true;
   } finally {
     await browser.close().catch(() => {});
     await server.close();
