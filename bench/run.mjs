@@ -212,7 +212,7 @@ function parseSizeReport(text) {
 
 // ------------------------------------------------------------------------------- site + server
 
-function prepareSite() {
+async function prepareSite() {
   const site = path.join(OUT, 'site');
   fs.rmSync(site, { recursive: true, force: true });
   fs.mkdirSync(site, { recursive: true });
@@ -222,6 +222,17 @@ function prepareSite() {
   fs.cpSync(path.join(root, 'pkg'), path.join(site, 'pkg'), { recursive: true, dereference: true });
   const ai = bundle(path.join(root, 'bench/site/ai-harness.js'), { external: ['/common.js'], splitting: false });
   fs.writeFileSync(path.join(site, 'ai.js'), ai.code);
+  // The Gatehouse reopen page's script, built the same way: its harness and the package's JS
+  // in one minified bundle, as a Vite app ships it (the shared common.js stays its own
+  // module for both pages). Written beside the wasm, which the glue finds by
+  // `new URL('gatehouse_bg.wasm', import.meta.url)`; the package's `import()`s (demo model,
+  // MCP client, local model) become chunks there, loaded only when used.
+  await esbuild.build({
+    stdin: { contents: "export * from './gh.js'; export * as gatehouse from './pkg/gatehouse.js'; export { default as wasmInit } from './pkg/gatehouse_wasm.js';", resolveDir: site, loader: 'js' },
+    bundle: true, format: 'esm', platform: 'browser', minify: true, target: 'es2022', splitting: true,
+    outdir: path.join(site, 'pkg'), entryNames: 'gh-app', chunkNames: 'gh-app-[hash]', logLevel: 'error',
+    plugins: [{ name: 'site-paths', setup(b) { b.onResolve({ filter: /common\.js$/ }, () => ({ path: '/common.js', external: true })); b.onResolve({ filter: /^\/pkg\// }, (a) => ({ path: path.join(site, a.path) })); } }],
+  });
   return site;
 }
 
@@ -666,7 +677,7 @@ async function main() {
   const R = { config: { ...CFG, quick: QUICK } };
   if (wanted('size')) R.size = await guard('size', () => measureSize());
   log('size measured');
-  const site = prepareSite();
+  const site = await prepareSite();
   if (flag('--prepare-only')) { log(`site prepared in ${path.relative(root, site)}`); return; }
   srv = await startModelServer(site);
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gatehouse-bench-profile-'));

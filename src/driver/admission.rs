@@ -38,6 +38,7 @@ pub(crate) async fn run_input(
         g.runs += 1;
     }
     let _guard = RunningGuard(s.clone());
+    history::wait_warm(s).await;
     let (store, thread, lock_name, me) = {
         let g = s.borrow();
         (

@@ -5,6 +5,7 @@
 
 use super::error::AgentError;
 use super::{Session, Shared};
+use crate::engine::ThreadStatus;
 use crate::providers::ToolDef;
 use crate::store::page::Rows;
 use crate::thread::context::{self, RequestSize, Selection, Sized};
@@ -159,6 +160,57 @@ pub fn check_message(g: &Session, text: &str) -> Result<(), AgentError> {
             g.model.cfg.context_window()
         ))),
         Selection::Start(_) | Selection::NeedMore => Ok(()),
+    }
+}
+
+/// After open, a thread that waits for a person (a decision, an external tool's result) calls
+/// the model as soon as they answer. The history that request needs is read now, in the
+/// background, while they read the approval card: the answer → request path then builds the
+/// request from memory (docs/design.md, "The context window"). A run that starts meanwhile
+/// waits for it ([`wait_warm`]); the read is dropped if the view moved on while it was made.
+pub fn warm(s: &Shared) {
+    {
+        let g = s.borrow();
+        let waiting = matches!(
+            g.engine.status(),
+            ThreadStatus::AwaitingApproval | ThreadStatus::AwaitingToolResults
+        );
+        if !waiting || !g.engine.model_here() || g.history.is_some() {
+            return;
+        }
+    }
+    let shared = s.clone();
+    let read = wasm_bindgen_futures::future_to_promise(async move {
+        let s = shared;
+        // After the task that opened it: the page shows what `open` returned first.
+        let next_task = js_sys::Promise::new(&mut |resolve, _| {
+            super::fetch::set_timeout(&resolve, 0.0);
+        });
+        let _ = wasm_bindgen_futures::JsFuture::from(next_task).await;
+        let (version, fixed) = {
+            let g = s.borrow();
+            let defs = super::tool_defs(&g);
+            (g.version, fixed_tokens(g.instructions.as_deref(), &defs))
+        };
+        // Overflow or a failed read: the request meets it again, and says so.
+        if let Ok(mut h) = for_request(&s, fixed).await {
+            h.sent = None;
+            let mut g = s.borrow_mut();
+            if g.version == version && g.history.is_none() {
+                g.history = Some(h);
+            }
+        }
+        s.borrow_mut().warming = None;
+        Ok(wasm_bindgen::JsValue::UNDEFINED)
+    });
+    s.borrow_mut().warming = Some(read);
+}
+
+/// Waits for the background read [`warm`] started, if it is still under way.
+pub async fn wait_warm(s: &Shared) {
+    let warming = s.borrow().warming.clone();
+    if let Some(read) = warming {
+        let _ = wasm_bindgen_futures::JsFuture::from(read).await;
     }
 }
 

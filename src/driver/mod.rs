@@ -72,6 +72,9 @@ pub struct Session {
     /// The newest messages that fit the model's window (or its latest `history_limit`),
     /// is called and then kept up to date by `persist`.
     history: Option<history::History>,
+    /// The background read of `history` after open ([`history::warm`]) while it is under way:
+    /// a run waits for it rather than reading the same rows again.
+    warming: Option<js_sys::Promise>,
     /// The record's `requestSize`: the context window's calibration (`history`).
     request_size: Option<RequestSize>,
     running: bool,

@@ -43,6 +43,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         tools,
         history_limit: o.history_limit,
         history: None,
+        warming: None,
         request_size: snap.record.request_size.clone(),
         running: false,
         runs: 0,
@@ -86,6 +87,8 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
     // leaves the thread as a failed run would: `retry` goes on.
     let _ = expiry::expire_due(&session, &RunOptions::default()).await;
     expiry::rearm(&mut session.borrow_mut());
+    // Before anything below starts a run: a run waits for this read.
+    history::warm(&session);
     changes::go_on(&session, snap.record.status());
     changes::send_queued(&session).await;
     Ok(session)

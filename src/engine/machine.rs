@@ -219,6 +219,11 @@ impl Engine {
             .collect()
     }
 
+    /// This agent can call the model ([`EngineConfig::model_here`]).
+    pub fn model_here(&self) -> bool {
+        self.config.model_here
+    }
+
     pub fn status(&self) -> ThreadStatus {
         let Some(tail) = &self.state.tail else {
             return ThreadStatus::Idle;

@@ -129,3 +129,63 @@ test('once the window is full, later turns read no older messages again (the his
   // calibration that would make room again does not make it read those messages back.
   assert.deepEqual(r.perTurn, Array(turns).fill(0), `reads per turn ${r.perTurn}, request sizes ${sizes}`);
 });
+
+test('a reopened thread waiting for approval has its history read in the background: approving reads no messages, and approving at once reads them once', T, async (t) => {
+  const { page } = await h.open(t);
+  const chats = 4;
+  const gated = (id) => ({ toolCalls: [{ id, name: 'delete_file', arguments: { path: `/${id}` } }] });
+  const sc = await h.scenario([
+    ...Array.from({ length: chats }, (_, i) => ({ text: say(i, 100) })), gated('call_a'),
+    ...Array.from({ length: chats }, (_, i) => ({ text: say(i, 100) })), gated('call_b'),
+    { text: 'Deleted a.' }, { text: 'Deleted b.' },
+  ]);
+  const r = await run(page, async ({ model, db, chats, texts }) => {
+    const { gh } = window;
+    const options = (threadId) => ({ threadId, model, tools: [gh.tool('delete_file', { requireApproval: true })], storage: { database: db } });
+    for (const id of ['a', 'b']) {
+      const agent = await gh.Agent.open(options(id));
+      for (let i = 0; i < chats; i++) await agent.chat(texts[i]);
+      const st = await agent.chat('delete it');
+      if (st.status !== 'awaiting_approval') throw new Error(`not suspended: ${st.status}`);
+      agent.free();
+    }
+    // Counts the read-only transactions that read messages (the tail at open, history pages).
+    const proto = IDBDatabase.prototype;
+    const original = proto.transaction;
+    let reads = 0;
+    proto.transaction = function (names, mode, ...rest) {
+      const list = typeof names === 'string' ? [names] : [...names];
+      if ((mode ?? 'readonly') === 'readonly' && list.includes('messages')) reads++;
+      return original.call(this, names, mode, ...rest);
+    };
+    try {
+      // Thread a: opened, the approval card shown for a while, then approved.
+      const a = await gh.Agent.open(options('a'));
+      const afterOpenA = reads;
+      await new Promise((res) => setTimeout(res, 300));
+      const inBackground = reads - afterOpenA;
+      const beforeApprove = reads;
+      const stA = await a.submitDecisions({ call_a: 'approve' });
+      const whileApprovingA = reads - beforeApprove;
+      const totalA = reads;
+      // Thread b: approved the moment it is open, while the background read is under way.
+      reads = 0;
+      const b = await gh.Agent.open(options('b'));
+      const stB = await b.submitDecisions({ call_b: 'approve' });
+      const totalB = reads;
+      return { inBackground, whileApprovingA, totalA, totalB, statuses: [stA.status, stB.status] };
+    } finally {
+      proto.transaction = original;
+    }
+  }, { model: sc.openai(), db: uid('db'), chats, texts: Array.from({ length: chats }, (_, i) => say(i, 100)) });
+  assert.deepEqual(r.statuses, ['completed', 'completed']);
+  assert.ok(r.inBackground >= 1, `the history was read after open, before any approval: ${JSON.stringify(r)}`);
+  assert.equal(r.whileApprovingA, 0, `approving read no messages: ${JSON.stringify(r)}`);
+  assert.equal(r.totalB, r.totalA, `approving at once waits for the read under way rather than reading again: ${JSON.stringify(r)}`);
+  // Both requests after the approval carry the whole thread: 4 turns, the gated turn, the result.
+  const reqs = (await sc.requests()).slice(-2);
+  for (const q of reqs) {
+    const roles = q.body.messages.map((m) => m.role);
+    assert.deepEqual(roles, [...Array(chats).fill(['user', 'assistant']).flat(), 'user', 'assistant', 'tool'], JSON.stringify(roles));
+  }
+});
