@@ -101,26 +101,19 @@ test('once the window is full, later turns read no older messages again (the his
   const sc = await h.scenario(Array.from({ length: turns }, (_, i) => ({ text: say(i), usage: { input: i % 2 ? 100_000 : 1 } })));
   const r = await run(page, async ({ model, db, turns, texts }) => {
     const { gh } = window;
-    // Counts the read-only transactions that read messages (history pages; opens and reloads).
-    const proto = IDBDatabase.prototype;
-    const original = proto.transaction;
-    let reads = 0;
-    proto.transaction = function (names, mode, ...rest) {
-      const list = typeof names === 'string' ? [names] : [...names];
-      if ((mode ?? 'readonly') === 'readonly' && list.includes('messages')) reads++;
-      return original.call(this, names, mode, ...rest);
-    };
+    // History pages, opens and reloads.
+    const counter = gh.countMessageReads();
     try {
       const agent = await gh.Agent.open({ threadId: 'kept', model, storage: { database: db } });
       const perTurn = [];
       for (let i = 0; i < turns; i++) {
-        const before = reads;
+        const before = counter.reads;
         await agent.chat(texts[i]);
-        perTurn.push(reads - before);
+        perTurn.push(counter.reads - before);
       }
       return { perTurn };
     } finally {
-      proto.transaction = original;
+      counter.stop();
     }
   }, { model: sc.openai({ contextWindow: 3_000 }), db: uid('db'), turns, texts: Array.from({ length: turns }, (_, i) => say(i)) });
   const sizes = (await sc.requests()).map((q) => q.body.messages.length);
@@ -149,33 +142,25 @@ test('a reopened thread waiting for approval has its history read in the backgro
       if (st.status !== 'awaiting_approval') throw new Error(`not suspended: ${st.status}`);
       agent.free();
     }
-    // Counts the read-only transactions that read messages (the tail at open, history pages).
-    const proto = IDBDatabase.prototype;
-    const original = proto.transaction;
-    let reads = 0;
-    proto.transaction = function (names, mode, ...rest) {
-      const list = typeof names === 'string' ? [names] : [...names];
-      if ((mode ?? 'readonly') === 'readonly' && list.includes('messages')) reads++;
-      return original.call(this, names, mode, ...rest);
-    };
+    const counter = gh.countMessageReads();
     try {
       // Thread a: opened, the approval card shown for a while, then approved.
       const a = await gh.Agent.open(options('a'));
-      const afterOpenA = reads;
-      await new Promise((res) => setTimeout(res, 300));
-      const inBackground = reads - afterOpenA;
-      const beforeApprove = reads;
+      const afterOpenA = counter.reads;
+      await gh.sleep(300);
+      const inBackground = counter.reads - afterOpenA;
+      const beforeApprove = counter.reads;
       const stA = await a.submitDecisions({ call_a: 'approve' });
-      const whileApprovingA = reads - beforeApprove;
-      const totalA = reads;
+      const whileApprovingA = counter.reads - beforeApprove;
+      const totalA = counter.reads;
       // Thread b: approved the moment it is open, while the background read is under way.
-      reads = 0;
+      const beforeB = counter.reads;
       const b = await gh.Agent.open(options('b'));
       const stB = await b.submitDecisions({ call_b: 'approve' });
-      const totalB = reads;
+      const totalB = counter.reads - beforeB;
       return { inBackground, whileApprovingA, totalA, totalB, statuses: [stA.status, stB.status] };
     } finally {
-      proto.transaction = original;
+      counter.stop();
     }
   }, { model: sc.openai(), db: uid('db'), chats, texts: Array.from({ length: chats }, (_, i) => say(i, 100)) });
   assert.deepEqual(r.statuses, ['completed', 'completed']);

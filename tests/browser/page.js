@@ -157,6 +157,22 @@ const gh = {
     }
   },
 
+  /**
+   * Counts, until `stop()`, the read-only transactions that read the `messages` store (the
+   * tail at open, history pages): `{ reads, stop() }`.
+   */
+  countMessageReads() {
+    const proto = IDBDatabase.prototype;
+    const original = proto.transaction;
+    const counter = { reads: 0, stop: () => { proto.transaction = original; } };
+    proto.transaction = function (names, mode, ...rest) {
+      const list = typeof names === 'string' ? [names] : [...names];
+      if ((mode ?? 'readonly') === 'readonly' && list.includes('messages')) counter.reads++;
+      return original.call(this, names, mode, ...rest);
+    };
+    return counter;
+  },
+
   sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
 
   /** Polls `pred()` every 10 ms for at most `ms`; true once it held. */
