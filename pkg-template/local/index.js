@@ -66,7 +66,7 @@ function runtime(source, options, report, signal) {
 
 async function load(source, { sha256, contextWindow }, report, signal) {
   const blob = await modelFile(source, { sha256, report, signal });
-  // llama.cpp's own error lines, kept rather than printed: wllama's loadModel resolves even
+  // llama.cpp's own error lines are printed and also kept: wllama's loadModel resolves even
   // when llama.cpp could not create the context (a KV cache too large for the page's memory),
   // and the first chat then aborts the runtime; these lines are how that is told apart.
   const native = [];
@@ -74,11 +74,16 @@ async function load(source, { sha256, contextWindow }, report, signal) {
     { default: new URL("./wllama/wllama.wasm", import.meta.url).href },
     {
       suppressNativeLog: false,
+      // Warnings and errors (wllama's and llama.cpp's) reach the console as wllama's own
+      // logger prints them, marked as ours; its progress lines do not.
       logger: {
         debug() {},
         log() {},
-        warn() {},
-        error: (...a) => native.push(a.join(" ")) > 50 && native.shift(),
+        warn: (...a) => console.warn("[gatehouse-agent/local]", ...a),
+        error: (...a) => {
+          console.error("[gatehouse-agent/local]", ...a);
+          if (native.push(a.join(" ")) > 50) native.shift();
+        },
       },
       // The file is ours (model-file.js): wllama's own cache, which needs a storage backend
       // some browsers lack (WebKitGTK under automation), is never used.

@@ -31,14 +31,18 @@ enum McpError {
     Rpc(mcp::RpcError),
     /// 404 for our session id: the server forgot it (it restarted); initialise again.
     SessionGone,
-    /// The server took the request, and its answer broke off or ended before the answer.
+    /// The server took the `tools/call`, and its answer broke off or ended before the answer:
+    /// the call may or may not have taken effect.
     CutOff(String),
+    /// The same for any other request (`initialize`, `tools/list`): nothing of the tool ran,
+    /// and the request is made again (before the next model call, or with the next call).
+    BrokeOff(String),
 }
 
 impl McpError {
     fn code(&self) -> &'static str {
         match self {
-            McpError::Unreachable(_) => "unreachable",
+            McpError::Unreachable(_) | McpError::BrokeOff(_) => "unreachable",
             McpError::Http(401 | 403, _) => "unauthorized",
             McpError::Http(..) | McpError::SessionGone => "http",
             McpError::Timeout => "timeout",
@@ -74,6 +78,7 @@ impl McpError {
                 "took the request, but its answer broke off ({e}): it may or may not have \
                  taken effect"
             ),
+            McpError::BrokeOff(e) => format!("broke off its answer ({e}); it is asked again"),
         };
         format!("The MCP server \"{server}\" {why}")
     }
@@ -265,11 +270,16 @@ impl Client {
         params: Value,
         signal: Option<&AbortSignal>,
     ) -> Result<Value, McpError> {
+        // Only a `tools/call` that broke off may have taken effect.
+        let not_the_call = |e: McpError| match e {
+            McpError::CutOff(m) => McpError::BrokeOff(m),
+            e => e,
+        };
         for _ in 0..2 {
             let known = self.conn.borrow().clone();
             let conn = match known {
                 Some(c) => c,
-                None => self.initialize().await?,
+                None => self.initialize().await.map_err(not_the_call)?,
             };
             let link = AbortLink::new(signal)?;
             let id = self.id();
@@ -284,6 +294,7 @@ impl Client {
                     self.cancelled(&conn, id);
                     return Err(e);
                 }
+                Err(e) if method != "tools/call" => return Err(not_the_call(e)),
                 other => return other.map(|(v, _)| v),
             }
         }

@@ -477,3 +477,36 @@ test('a tool result too big for the storage quota is stored as result_not_stored
   assert.equal(result.error, 'result_not_stored');
   assert.equal(done.status, 'idle');
 });
+
+test('a tool that fails while the page is being left (after pagehide) is re-gated, not a tool error; after pageshow a failure is a tool error again', T, async (t) => {
+  const { page } = await h.open(t);
+  const sc = await h.scenario([{ toolCalls: [{ id: 'call_leave', name: 'flaky', arguments: { path: '/p' } }] }, { text: 'ok' }]);
+  const r = await run(page, async ({ model, db }) => {
+    const { gh } = window;
+    let leave = true;
+    // Its request is cut off as the page goes: in a real navigation, the browser does it.
+    const flaky = gh.tool('flaky', {
+      execute: async () => {
+        gh.calls.push('flaky');
+        if (leave) window.dispatchEvent(new PageTransitionEvent('pagehide', { persisted: true }));
+        throw new TypeError('Failed to fetch');
+      },
+    });
+    const agent = await gh.Agent.open({ threadId: 't', model, storage: { database: db }, tools: [flaky] });
+    const first = await agent.chat('go');
+    const pending = agent.pendingTools();
+    // Back from the back-forward cache: the page is not being left any more.
+    leave = false;
+    window.dispatchEvent(new PageTransitionEvent('pageshow', { persisted: true }));
+    const done = await agent.submitDecisions({ call_leave: 'approve' });
+    return { first: first.status, pending, done: done.status, calls: gh.calls.length, messages: await agent.messages() };
+  }, { model: sc.openai(), db: uid('db') });
+  assert.equal(r.first, 'awaiting_approval');
+  assert.deepEqual(r.pending.map((p) => p.callId), ['call_leave']);
+  assert.match(r.pending[0].approvalReason, /may or may not have taken effect/);
+  assert.equal(r.done, 'completed');
+  assert.equal(r.calls, 2, 'run again only once a person approved it');
+  const result = r.messages.find((m) => m.type === 'tool_call_result').tools[0].result;
+  assert.match(result, /tool_error/, 'a failure after pageshow is the tool\'s error');
+  assert.match(result, /Failed to fetch/);
+});

@@ -229,6 +229,29 @@ test('the server took the tools/call and its answer broke off: re-gated with a c
   assert.equal(callsSince(from).length, 1);
 });
 
+test('an initialize or tools/list whose answer broke off: an unreachable mcp_error that says so (not cut_off: no tool ran), asked again before the model call', T, async (t) => {
+  const page = await openPage(t);
+  for (const method of ['tools/list', 'initialize']) {
+    const sc = await h.scenario([{ text: 'one' }]);
+    const a = { model: sc.openai(), db: uid('db'), thread: 't', url: mcp.url };
+    const before = mcp.count(method);
+    mcp.cutNext(method, 50);
+    const r = await run(page, async (a) => {
+      const agent = await window.openMcp(a);
+      const events = [];
+      const st = await agent.chat('first', { onEvent: (e) => events.push(e) });
+      return { status: st.status, events: events.filter((e) => e.type === 'mcp_error') };
+    }, a);
+    assert.equal(r.status, 'completed', method);
+    assert.deepEqual(r.events.map((e) => [e.server, e.code]), [['files', 'unreachable']], method);
+    assert.match(r.events[0].message, /broke off its answer/, method);
+    assert.doesNotMatch(r.events[0].message, /may or may not/, method);
+    assert.equal(mcp.count(method), before + 2, `${method}: asked again before the model call`);
+    const [req] = await sc.requests();
+    assert.ok(req.body.tools.some((x) => x.function.name === 'files__read_file'), method);
+  }
+});
+
 test('the server restarted (its session gone, 404): initialised again transparently, one tools/call', T, async (t) => {
   const page = await openPage(t);
   const sc = await h.scenario([call(['s1', 'files__delete_file', { path: '/s' }]), { text: 'ok' }]);

@@ -109,6 +109,9 @@ test('a context window too large for the page\'s memory is out_of_memory; the th
   const r = await h.page.evaluate(() => window.t.chat('oom', 'hello'));
   assert.equal(r.error?.code, 'out_of_memory', JSON.stringify(r));
   assert.match(r.error.message, /does not fit in this page's memory/);
+  // llama.cpp's own error lines reach the page's console too, marked as the local provider's.
+  const said = h.log.filter((l) => l.startsWith('error: [gatehouse-agent/local]'));
+  assert.ok(said.some((l) => /alloc|insufficient|fail/.test(l)), h.log.slice(-20).join('\n'));
   assert.deepEqual((await h.page.evaluate(() => window.t.messages('oom'))).map((m) => m.role), ['user']);
   // The same file with a window that fits answers on the same thread.
   await h.page.evaluate((m) => window.t.open('oom', m), MODEL);

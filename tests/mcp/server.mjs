@@ -11,6 +11,7 @@
 //   mcp.addTool('new_tool')               // registered on every session: list_changed
 //   mcp.cutNextCall(ms)                   // the next tools/call's answer is cut off: its
 //                                         //   headers sent, its connection destroyed at `ms`
+//   mcp.cutNext(method, ms)               // the same for the next request of `method`
 //   await mcp.close()
 //
 // Also a process of its own: `node tests/mcp/server.mjs [--port N]` (the demo's local server).
@@ -77,7 +78,7 @@ export async function startMcpServer({ port = 0 } = {}) {
   const extraTools = [];
   let openStreams = 0; // GET streams (for server notifications) now open
   let sessions = new Map(); // session id -> { transport, server }
-  let cutAfter = null; // ms: the next tools/call's connection is destroyed after its headers
+  let cut = null; // { method, ms }: the next such request's connection is destroyed after its headers
 
   async function handle(req, res) {
     const url = new URL(req.url, 'http://x');
@@ -116,9 +117,9 @@ export async function startMcpServer({ port = 0 } = {}) {
       entry = { server, transport };
       await server.connect(transport);
     }
-    if (cutAfter !== null && body?.method === 'tools/call') {
-      const ms = cutAfter;
-      cutAfter = null;
+    if (cut !== null && body?.method === cut.method) {
+      const { ms } = cut;
+      cut = null;
       // The SDK's SSE answer: its headers and a comment sent at once; the tool goes on, its
       // answer never arrives.
       const writeHead = res.writeHead.bind(res);
@@ -171,7 +172,10 @@ export async function startMcpServer({ port = 0 } = {}) {
       for (const { server } of sessions.values()) addTo(server, name);
     },
     cutNextCall(ms = 100) {
-      cutAfter = ms;
+      cut = { method: 'tools/call', ms };
+    },
+    cutNext(method, ms = 100) {
+      cut = { method, ms };
     },
     close: stop,
   };
