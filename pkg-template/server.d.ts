@@ -1,8 +1,19 @@
 // gatehouse-agent/server: the store handler an app mounts in its backend (docs/design.md,
 // "Across devices"; the protocol is src/store/wire.rs).
 
-/** What `authorize` is asked: `decide` for a commit that only records decisions. */
+/**
+ * What `authorize` is asked: `decide` for decisions (sent as intents, applied by the handler),
+ * `write` for any other change, `list` for the thread list and a change feed's connection.
+ */
 export type StoreAction = "read" | "write" | "decide" | "list" | "delete";
+
+/** One decision of a `decide` request, as `authorize` gets it. */
+export interface DecisionIntent {
+  callId: string;
+  /** The call's tool, as the stored thread names it (null: no such call). */
+  tool: string | null;
+  decision: "approve" | "reject" | "edit";
+}
 
 /** Anything with node-postgres's `query()` and `connect()`, e.g. a `pg.Pool`. */
 export interface StorePool {
@@ -24,13 +35,24 @@ export interface StoreHandlerOptions {
    */
   authorize(
     request: Request,
-    what: { threadId: string | null; action: StoreAction },
+    what: { threadId: string | null; action: StoreAction; decisions?: DecisionIntent[] },
   ): string | null | Promise<string | null>;
   /** Larger bodies are refused with 413 (default 1 MiB). */
   maxBodyBytes?: number;
+  /** A write whose thread record would be larger is refused with 413 (default 512 KiB). */
+  maxRecordBytes?: number;
+  /** A write with a larger message is refused with 413 (default 256 KiB). */
+  maxMessageBytes?: number;
+  /** Change feeds one identity may hold open at once; more get 429 (default 16). */
+  maxFeedsPerIdentity?: number;
+  /** A feed asks `authorize` about a thread at most this often (default 5000 ms). */
+  feedAuthorizeMs?: number;
   /** The handler's clock, epoch ms (default `Date.now()`): leases are judged by it. */
   now?: (request: Request) => number;
-  /** Answers CORS preflights and adds the allow headers for these origins. */
+  /**
+   * Answers CORS preflights and adds the allow headers for these origins; a request from an
+   * origin not listed is refused (403 `origin_refused`). `"*"` with `credentials` throws.
+   */
   cors?: { origin: string | string[]; headers?: string[]; credentials?: boolean };
   /** LISTEN/NOTIFY wakes the change stream (default true); false: it polls the change table. */
   notify?: boolean;

@@ -20,8 +20,14 @@ export class GatehouseError extends Error {
 
 const OPTIONS = new Set([
   "pool", "basePath", "authorize", "maxBodyBytes", "now", "cors", "notify", "pollMs", "pingMs",
-  "wasm",
+  "wasm", "maxRecordBytes", "maxMessageBytes", "maxFeedsPerIdentity", "feedAuthorizeMs",
 ]);
+// A page of rows holds at most this many (src/store/wire.rs, MAX_PAGE: the browser's remote
+// store reads a longer page as several).
+const MAX_PAGE = 4096;
+// A decide body is small: it is read before `authorize` (which gets its intent), so it is
+// read only this far.
+const MAX_DECIDE_BYTES = 64 * 1024;
 // Ids are index keys: Postgres refuses a btree entry over ~2.7 KB, so both stay well below.
 const MAX_ID_BYTES = 512;
 const utf8Length = (text) => new TextEncoder().encode(text).length;
@@ -54,6 +60,13 @@ const MIGRATIONS = [
        pruned bigint NOT NULL)`,
     `INSERT INTO gatehouse_change_counter (id, seq, pruned) VALUES (1, 0, 0)`,
   ],
+  // The server decides (docs/design.md, "Threat model"): the run lease's secret, beside the
+  // record and never in it; who made each commit, and a digest of its body, so that a
+  // replayed commit id answers only its maker, for the same body.
+  [
+    `ALTER TABLE gatehouse_threads ADD COLUMN lease_token text`,
+    `ALTER TABLE gatehouse_commits ADD COLUMN who text, ADD COLUMN digest text`,
+  ],
 ];
 /** The schema version this release writes. */
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
@@ -66,6 +79,13 @@ class Refusal {
     this.status = status;
     this.body = { error: { code, message, ...extra } };
   }
+}
+
+/** The app's `authorize` threw: not the database's fault, and not worth retrying. */
+function authorizeFailed(e) {
+  const status = e && (e.status === 401 || e.status === 403) ? 403 : 500;
+  return new Refusal(status, "authorize_failed",
+    "authorize failed; nothing was read or written (the app's error stays on the server)");
 }
 
 function invalidConfig(message) {
@@ -136,6 +156,8 @@ export function createStoreHandler(options) {
   const {
     pool, basePath = "/", authorize, maxBodyBytes = 1024 * 1024, now = () => Date.now(),
     cors, notify = true, pollMs = 1000, pingMs = 15_000, wasm,
+    maxRecordBytes = 512 * 1024, maxMessageBytes = 256 * 1024, maxFeedsPerIdentity = 16,
+    feedAuthorizeMs = 5000,
   } = options;
   if (!pool || typeof pool.query !== "function" || typeof pool.connect !== "function") {
     throw invalidConfig("pool must have query() and connect() (e.g. a pg.Pool)");
@@ -145,7 +167,9 @@ export function createStoreHandler(options) {
   if (typeof basePath !== "string" || !basePath.startsWith("/")) {
     throw invalidConfig('basePath must be a path starting with "/"');
   }
-  for (const [name, v] of [["maxBodyBytes", maxBodyBytes], ["pollMs", pollMs], ["pingMs", pingMs]]) {
+  for (const [name, v] of [["maxBodyBytes", maxBodyBytes], ["pollMs", pollMs], ["pingMs", pingMs],
+    ["maxRecordBytes", maxRecordBytes], ["maxMessageBytes", maxMessageBytes],
+    ["maxFeedsPerIdentity", maxFeedsPerIdentity], ["feedAuthorizeMs", feedAuthorizeMs]]) {
     if (!Number.isInteger(v) || v <= 0) throw invalidConfig(`${name} must be a positive integer`);
   }
   if (cors !== undefined) {
@@ -163,6 +187,10 @@ export function createStoreHandler(options) {
     if (!(typeof o === "string" || (Array.isArray(o) && o.every((x) => typeof x === "string")))) {
       throw invalidConfig('cors.origin must be "*", an origin or a list of origins');
     }
+    if (cors.credentials && (o === "*" || (Array.isArray(o) && o.includes("*")))) {
+      throw invalidConfig('cors: "*" with credentials would let any site act as the user; ' +
+        "list the origins");
+    }
   }
   const base = basePath.length > 1 && basePath.endsWith("/") ? basePath.slice(0, -1) : basePath;
 
@@ -177,7 +205,8 @@ export function createStoreHandler(options) {
     return migrated;
   };
   const feed = new ChangeFeed(pool, { notify, pollMs, pingMs });
-  const ctx = { pool, authorize, maxBodyBytes, now, notify, feed, writes: 0 };
+  const ctx = { pool, authorize, maxBodyBytes, now, notify, feed, writes: 0, maxRecordBytes,
+    maxMessageBytes, maxFeedsPerIdentity, feedAuthorizeMs, feeds: new Map() };
 
   async function handle(request) {
     const headers = corsHeaders(cors, request);
@@ -194,6 +223,7 @@ export function createStoreHandler(options) {
       });
     }
     try {
+      refuseOrigin(cors, request);
       const route = routeOf(base, request);
       await migrate();
       const out = await route.run(ctx, request);
@@ -241,6 +271,19 @@ function json(status, body, headers) {
     headers: { ...headers, "content-type": "application/json; charset=utf-8",
       "cache-control": "no-store" },
   });
+}
+
+/**
+ * A credentialed request from a page on an origin `cors` does not list is refused before it
+ * does anything (a browser would hide the answer, but a write would be done).
+ */
+function refuseOrigin(cors, request) {
+  const origin = request.headers.get("origin");
+  if (!cors || cors.origin === "*" || origin === null) return;
+  const listed = Array.isArray(cors.origin) ? cors.origin : [cors.origin];
+  if (!listed.includes(origin)) {
+    throw new Refusal(403, "origin_refused", `requests from ${origin} are not allowed`);
+  }
 }
 
 function corsHeaders(cors, request) {
@@ -301,12 +344,16 @@ function routeOf(base, request) {
   if ((sub === "messages" || sub === "audit") && m === "GET") {
     const q = query(["before", "limit"]);
     const before = q.before === undefined ? null : integer(q.before, "before", 2 ** 53);
-    const limit = q.limit === undefined ? 50 : integer(q.limit, "limit", 2 ** 32 - 1);
+    const limit = q.limit === undefined ? 50 : integer(q.limit, "limit", MAX_PAGE);
     return { run: (ctx, req) => rows(ctx, req, id, sub, before, limit) };
   }
   if (sub === "commit" && m === "POST") {
     query([]);
     return { run: (ctx, req) => commit(ctx, req, id) };
+  }
+  if (sub === "decide" && m === "POST") {
+    query([]);
+    return { run: (ctx, req) => decide(ctx, req, id) };
   }
   if (sub === "lease" && m === "POST") {
     query([]);
@@ -345,13 +392,12 @@ function threadIdOf(raw) {
   return id;
 }
 
-async function identityOf(ctx, request, threadId, action) {
+async function identityOf(ctx, request, threadId, action, intent) {
   let who;
   try {
-    who = await ctx.authorize(request, { threadId, action });
-  } catch {
-    // The app's error text stays on the server.
-    throw new Refusal(500, "storage", `authorize failed; nothing was read or written`);
+    who = await ctx.authorize(request, intent ? { threadId, action, ...intent } : { threadId, action });
+  } catch (e) {
+    throw authorizeFailed(e);
   }
   if (typeof who !== "string" || who === "") {
     throw new Refusal(403, "unauthorized",
@@ -373,6 +419,15 @@ function clock(ctx, request) {
   const t = ctx.now(request);
   if (typeof t !== "number" || !Number.isFinite(t)) throw new Error("now() must return a number");
   return t;
+}
+
+/** Writes take JSON only: a cross-site form or `text/plain` post cannot reach them. */
+function requireJson(request) {
+  const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  if (type !== "application/json") {
+    throw new Refusal(415, "unsupported_media_type",
+      "the body must be sent as content-type: application/json");
+  }
 }
 
 /** The body as text, at most `max` bytes counted as they arrive (Content-Length is a hint). */
@@ -501,12 +556,91 @@ async function rows(ctx, request, id, kind, before, limit) {
   }, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
 }
 
-/** Locks the thread's row (a placeholder while it has never been written). */
+/**
+ * Locks the thread's row (a placeholder while it has never been written): its record and the
+ * lease's secret.
+ */
 async function lockThread(c, id) {
   await c.query(`INSERT INTO gatehouse_threads (id, version, record) VALUES ($1, 0, NULL)
     ON CONFLICT (id) DO NOTHING`, [id]);
-  const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1 FOR UPDATE", [id]);
-  return r.rows[0]?.record ?? null;
+  const r = await c.query(`SELECT record, lease_token FROM gatehouse_threads WHERE id = $1
+    FOR UPDATE`, [id]);
+  return { record: r.rows[0]?.record ?? null, token: r.rows[0]?.lease_token ?? null };
+}
+
+/** The record's tail and whether a row follows it, read under the thread's lock. */
+async function tailOf(c, id, rec) {
+  if (!rec) return { tail: null, after: false };
+  const t = await c.query(`SELECT
+    (SELECT json FROM gatehouse_messages WHERE thread = $1 AND seq = $2) AS tail,
+    EXISTS (SELECT 1 FROM gatehouse_messages WHERE thread = $1 AND seq > $2) AS after`,
+  [id, rec.messageCount]);
+  return { tail: t.rows[0].tail, after: t.rows[0].after };
+}
+
+/** A SHA-256 of the body, hex: a replayed commit id is answered only for the same body. */
+async function digestOf(body) {
+  const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body));
+  return Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Compares two secrets in time that does not depend on where they differ. */
+function sameSecret(a, b) {
+  if (typeof a !== "string" || typeof b !== "string" || a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+function newSecret() {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * The commit log: a commit id already seen on this thread. Its maker, with the same body,
+ * gets the answer it was given (a refusal again, or the record as the thread stands while it
+ * is still at that commit's version); anyone else, or another body under the same id, is
+ * refused, learning nothing.
+ */
+async function replayed(c, id, commitId, who, digest) {
+  const done = await c.query(`SELECT answer, who, digest FROM gatehouse_commits
+    WHERE thread = $1 AND commit_id = $2`, [id, commitId]);
+  if (!done.rows.length) return null;
+  const row = done.rows[0];
+  // Rows written before the maker was kept (schema 1) have none: any identity may replay.
+  if ((row.who !== null && row.who !== who) || (row.digest !== null && row.digest !== digest)) {
+    throw new Refusal(409, "commit_id_reused",
+      "this commit id was used for another request; send a new commit with a new id");
+  }
+  return row.answer;
+}
+
+/** Refuses a planned write whose record or messages exceed the handler's caps (413). */
+function checkSizes(ctx, plan) {
+  if (utf8Length(plan.record) > ctx.maxRecordBytes) {
+    throw new Refusal(413, "too_large",
+      `the thread record would exceed ${ctx.maxRecordBytes} bytes`, { limit: ctx.maxRecordBytes });
+  }
+  for (const r of plan.rows) {
+    if (utf8Length(r.json) > ctx.maxMessageBytes) {
+      throw new Refusal(413, "too_large",
+        `a message exceeds ${ctx.maxMessageBytes} bytes`, { limit: ctx.maxMessageBytes });
+    }
+  }
+}
+
+/** Writes a plan's record and rows (messages, and audit records the server numbered). */
+async function writePlan(c, id, plan, token) {
+  await c.query(`UPDATE gatehouse_threads SET version = $2, record = $3, lease_token = $4,
+    updated_at = now() WHERE id = $1`, [id, plan.version, plan.record, token]);
+  for (const [table, list] of [["gatehouse_messages", plan.rows], ["gatehouse_audit", plan.audit]]) {
+    if (list.length === 0) continue;
+    await c.query(`INSERT INTO ${table} (thread, seq, json)
+      SELECT $1, * FROM unnest($2::bigint[], $3::text[])
+      ON CONFLICT (thread, seq) DO UPDATE SET json = EXCLUDED.json`,
+    [id, list.map((r) => r.seq), list.map((r) => r.json)]);
+  }
 }
 
 /** Appends to the change feed and wakes the listeners: last in the transaction. */
@@ -548,42 +682,31 @@ async function pruneChanges(pool, olderThanMs) {
 }
 
 async function commit(ctx, request, id) {
+  // Who may write is asked before anything is read (docs/design.md, "Threat model").
+  requireJson(request);
+  const who = await identityOf(ctx, request, id, "write");
   const body = await readBody(request, ctx.maxBodyBytes);
-  const { action, commitId } = answerOf(core.commitAction(body));
-  if (utf8Length(commitId) > MAX_ID_BYTES || commitId.includes("\u0000")) {
-    throw invalid(`a commit id has at most ${MAX_ID_BYTES} bytes and no NUL`);
-  }
-  const who = await identityOf(ctx, request, id, action);
+  const { commitId } = answerOf(core.commitAction(body));
+  checkCommitId(commitId);
+  const request_ = JSON.parse(body);
+  const digest = await digestOf(body);
   const at = clock(ctx, request);
   const answer = await writing(ctx, async (c) => {
-    const stored = await lockThread(c, id);
-    // A retry of a commit already applied (its answer was lost): the same answer. One
-    // already refused: the same refusal (answerOf throws it; nothing was written).
-    const done = await c.query(`SELECT answer FROM gatehouse_commits
-      WHERE thread = $1 AND commit_id = $2`, [id, commitId]);
-    if (done.rows.length) {
-      const text = done.rows[0].answer;
-      answerOf(text); // a remembered refusal throws
-      return { value: text, write: false };
+    const { record: stored, token } = await lockThread(c, id);
+    const seen = await replayed(c, id, commitId, who, digest);
+    if (seen !== null) {
+      answerOf(seen); // a remembered refusal throws
+      // The answer the maker lost: its lease's secret again, if the lease is still its own.
+      const rec = recordOf(id, stored);
+      const lease = rec && JSON.parse(rec.record).lease;
+      const mine = lease && lease.owner === request_.owner && token !== null;
+      return { value: withToken(seen, mine ? token : null), write: false };
     }
-    // A commit that only decides may not change the tool policies (asked here, under the
-    // row lock, against the policies it would replace).
-    if (action === "decide" &&
-        answerOf(core.decideNeedsWrite(id, stored ?? undefined, body)).write) {
-      await identityOf(ctx, request, id, "write");
-    }
-    let tail = null;
-    let after = false;
+    const holder = token !== null && sameSecret(request_.leaseToken, token);
     const rec = recordOf(id, stored);
-    if (rec) {
-      const t = await c.query(`SELECT
-        (SELECT json FROM gatehouse_messages WHERE thread = $1 AND seq = $2) AS tail,
-        EXISTS (SELECT 1 FROM gatehouse_messages WHERE thread = $1 AND seq > $2) AS after`,
-      [id, rec.messageCount]);
-      tail = t.rows[0].tail;
-      after = t.rows[0].after;
-    }
-    const planned = core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body, at, who);
+    const { tail, after } = await tailOf(c, id, rec);
+    const planned = core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body, at, who,
+      holder);
     let plan;
     try {
       plan = answerOf(planned);
@@ -593,21 +716,85 @@ async function commit(ctx, request, id) {
       // and remembered under its id: a delayed copy of it (a network may deliver a request
       // twice, late) is refused again, never planned afresh once the thread has moved on
       // (docs/design.md, "Across devices").
-      await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer)
-        VALUES ($1, $2, $3)`, [id, commitId, planned]);
+      await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer, who, digest)
+        VALUES ($1, $2, $3, $4, $5)`, [id, commitId, planned, who, digest]);
       return { value: e, write: true };
     }
-    await c.query(`UPDATE gatehouse_threads SET version = $2, record = $3, updated_at = now()
-      WHERE id = $1`, [id, plan.version, plan.record]);
-    for (const [table, list] of [["gatehouse_messages", plan.rows], ["gatehouse_audit", plan.audit]]) {
-      if (list.length === 0) continue;
-      await c.query(`INSERT INTO ${table} (thread, seq, json)
-        SELECT $1, * FROM unnest($2::bigint[], $3::text[])
-        ON CONFLICT (thread, seq) DO UPDATE SET json = EXCLUDED.json`,
-      [id, list.map((r) => r.seq), list.map((r) => r.json)]);
+    checkSizes(ctx, plan);
+    // The lease's secret: kept by its holder, new for a writer that takes the lease, none
+    // once it is let go.
+    const leased = JSON.parse(plan.record).lease;
+    const next = leased ? (holder ? token : newSecret()) : null;
+    await writePlan(c, id, plan, next);
+    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer, who, digest)
+      VALUES ($1, $2, $3, $4, $5)`, [id, commitId, plan.answer, who, digest]);
+    await announce(ctx, c, id, plan.version);
+    return { value: withToken(plan.answer, next), write: true };
+  });
+  if (answer instanceof Refusal) throw answer;
+  return answer;
+}
+
+/** The commit answer `text` with the lease's secret added (for its holder only). */
+function withToken(text, token) {
+  if (token === null) return text;
+  return `${text.slice(0, -1)},"leaseToken":${JSON.stringify(token)}}`;
+}
+
+function checkCommitId(commitId) {
+  if (utf8Length(commitId) > MAX_ID_BYTES || commitId.includes("\u0000")) {
+    throw invalid(`a commit id has at most ${MAX_ID_BYTES} bytes and no NUL`);
+  }
+}
+
+/**
+ * `POST B/threads/{id}/decide`: decisions as intents (docs/design.md, "Threat model"). The
+ * small body is read first, so that `authorize` gets what is decided: `decisions: [{ callId,
+ * tool, decision }]` (the tools as the stored thread names them). The core applies them to the
+ * stored thread with the engine's rules, as the identity `authorize` returned.
+ */
+async function decide(ctx, request, id) {
+  requireJson(request);
+  const body = await readBody(request, Math.min(ctx.maxBodyBytes, MAX_DECIDE_BYTES));
+  const intent = answerOf(core.decideIntent(body));
+  checkCommitId(intent.commitId);
+  // The tools of the calls decided, read without a lock or a held connection; checked again
+  // under the lock (a tail that changed since is refused, or decides other calls).
+  const tools = await callTools(ctx.pool, id);
+  const decisions = intent.decisions.map((d) => ({ ...d, tool: tools.get(d.callId) ?? null }));
+  const who = await identityOf(ctx, request, id, "decide", { decisions });
+  const digest = await digestOf(body);
+  const at = clock(ctx, request);
+  const answer = await writing(ctx, async (c) => {
+    const { record: stored, token } = await lockThread(c, id);
+    const seen = await replayed(c, id, intent.commitId, who, digest);
+    if (seen !== null) {
+      answerOf(seen);
+      return { value: seen, write: false };
     }
-    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer)
-      VALUES ($1, $2, $3)`, [id, commitId, plan.answer]);
+    const rec = recordOf(id, stored);
+    const { tail, after } = await tailOf(c, id, rec);
+    const now = toolsOf(tail);
+    if (decisions.some((d) => d.tool !== (now.get(d.callId) ?? null))) {
+      throw new Refusal(409, "conflict", "the thread changed while the decision was authorized; " +
+        "nothing was written, decide again");
+    }
+    const planned = core.planDecide(id, stored ?? undefined, tail ?? undefined, after, body, at,
+      who, Math.floor(Math.random() * 2 ** 52));
+    let plan;
+    try {
+      plan = answerOf(planned);
+    } catch (e) {
+      if (!(e instanceof Refusal) || e.status !== 409) throw e;
+      await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer, who, digest)
+        VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, planned, who, digest]);
+      return { value: e, write: true };
+    }
+    checkSizes(ctx, plan);
+    const leased = JSON.parse(plan.record).lease;
+    await writePlan(c, id, plan, leased ? token : null);
+    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer, who, digest)
+      VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, plan.answer, who, digest]);
     await announce(ctx, c, id, plan.version);
     return { value: plan.answer, write: true };
   });
@@ -615,19 +802,44 @@ async function commit(ctx, request, id) {
   return answer;
 }
 
+/** `callId` → tool name of the stored tail's calls. */
+async function callTools(pool, id) {
+  const r = await pool.query(`SELECT m.json FROM gatehouse_threads t
+    JOIN gatehouse_messages m ON m.thread = t.id
+    WHERE t.id = $1 AND m.seq = (t.record::json->>'messageCount')::bigint`, [id]);
+  return toolsOf(r.rows[0]?.json ?? null);
+}
+
+function toolsOf(tailText) {
+  const out = new Map();
+  if (!tailText) return out;
+  try {
+    for (const e of JSON.parse(tailText).tools ?? []) out.set(e.callId, e.name);
+  } catch {
+    // an unreadable tail names no tools; the core refuses the decisions
+  }
+  return out;
+}
+
 async function lease(ctx, request, id) {
-  const body = await readBody(request, ctx.maxBodyBytes);
-  answerOf(core.leaseRequest(body));
+  requireJson(request);
   await identityOf(ctx, request, id, "write");
+  const body = await readBody(request, ctx.maxBodyBytes);
+  const asked = answerOf(core.leaseRequest(body));
   const at = clock(ctx, request);
   return writing(ctx, async (c) => {
-    const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1 FOR UPDATE", [id]);
-    const plan = answerOf(core.planLease(id, r.rows[0]?.record ?? undefined, body, at));
+    const r = await c.query(`SELECT record, lease_token FROM gatehouse_threads WHERE id = $1
+      FOR UPDATE`, [id]);
+    const token = r.rows[0]?.lease_token ?? null;
+    // Only the holder of the lease's secret renews or releases it.
+    const holder = token !== null && sameSecret(JSON.parse(body).leaseToken, token);
+    const plan = answerOf(core.planLease(id, r.rows[0]?.record ?? undefined, body, at, holder));
     if (!plan.ok) return { value: '{"ok":false}', write: false };
-    await c.query("UPDATE gatehouse_threads SET record = $2, updated_at = now() WHERE id = $1",
-      [id, plan.record]);
+    const keeps = JSON.parse(plan.record).lease !== null;
+    await c.query(`UPDATE gatehouse_threads SET record = $2, lease_token = $3, updated_at = now()
+      WHERE id = $1`, [id, plan.record, keeps ? token : null]);
     // A release frees the thread for another device: tell them (the version is unchanged).
-    if (JSON.parse(body).op === "release") await announce(ctx, c, id, plan.version);
+    if (asked.op === "release") await announce(ctx, c, id, plan.version);
     return { value: '{"ok":true}', write: true };
   });
 }
@@ -647,18 +859,25 @@ async function remove(ctx, request, id) {
 
 async function list(ctx, request) {
   await identityOf(ctx, request, null, "list");
-  const r = await ctx.pool.query(`SELECT id, record FROM gatehouse_threads
+  // Ids first, from the primary key's index: no record is read before `authorize` allows it.
+  const ids = await ctx.pool.query(`SELECT id FROM gatehouse_threads
     WHERE record IS NOT NULL ORDER BY id`);
-  const readable = [];
+  const allowed = await Promise.all(ids.rows.map((row) => mayRead(ctx, request, row.id)));
+  const readable = ids.rows.filter((_, i) => allowed[i]).map((row) => row.id);
+  if (readable.length === 0) return '{"threads":[]}';
+  const r = await ctx.pool.query(`SELECT id, record FROM gatehouse_threads
+    WHERE id = ANY($1::text[]) AND record IS NOT NULL ORDER BY id`, [readable]);
+  const texts = [];
   for (const row of r.rows) {
     try {
-      readable.push([row.id, answerOf(core.readRecord(row.id, row.record)).record]);
+      const rec = JSON.parse(answerOf(core.readRecord(row.id, row.record)).record);
+      // A list shows threads, not the MCP servers' tool lists they were run with.
+      delete rec.mcpTools;
+      texts.push(JSON.stringify(rec));
     } catch {
       // An unreadable record is left out of the list (as the local stores do).
     }
   }
-  const allowed = await Promise.all(readable.map(([tid]) => mayRead(ctx, request, tid)));
-  const texts = readable.filter((_, i) => allowed[i]).map(([, text]) => text);
   return `{"threads":[${texts.join(",")}]}`;
 }
 
@@ -667,14 +886,57 @@ async function list(ctx, request) {
 // "Across devices"). NOTIFY only wakes the readers; without it they read every `pollMs`.
 
 async function changes(ctx, request, q) {
+  let poll = null;
   if (q.poll !== undefined) {
     if (q.poll !== "1") throw invalid('poll must be "1"');
-    const since = q.since === undefined ? null : integer(q.since, "since", 2 ** 53);
-    const wait = q.wait === undefined ? 0 : integer(q.wait, "wait", 60_000);
-    return pollChanges(ctx, request, since, wait);
+    poll = {
+      since: q.since === undefined ? null : integer(q.since, "since", 2 ** 53),
+      wait: q.wait === undefined ? 0 : integer(q.wait, "wait", 60_000),
+    };
+  } else if (q.since !== undefined || q.wait !== undefined) {
+    throw invalid("since and wait need poll=1");
   }
-  if (q.since !== undefined || q.wait !== undefined) throw invalid("since and wait need poll=1");
-  return ctx.feed.stream(request, (threadId) => mayRead(ctx, request, threadId));
+  // The connection is authorized (as `list`) before anything is read, and counted: an
+  // identity has at most maxFeedsPerIdentity feeds open at once.
+  const who = await identityOf(ctx, request, null, "list");
+  const open = ctx.feeds.get(who) ?? 0;
+  if (open >= ctx.maxFeedsPerIdentity) {
+    throw new Refusal(429, "too_many_feeds",
+      `at most ${ctx.maxFeedsPerIdentity} change feeds per user are open at once`);
+  }
+  ctx.feeds.set(who, open + 1);
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    const n = (ctx.feeds.get(who) ?? 1) - 1;
+    if (n > 0) ctx.feeds.set(who, n);
+    else ctx.feeds.delete(who);
+  };
+  // Each thread is authorized at most once per feedAuthorizeMs for this feed.
+  const seen = new Map();
+  const mayReadThread = async (threadId) => {
+    const hit = seen.get(threadId);
+    const t = Date.now();
+    if (hit && t - hit.at < ctx.feedAuthorizeMs) return hit.ok;
+    const ok = await mayRead(ctx, request, threadId);
+    seen.set(threadId, { ok, at: t });
+    if (seen.size > 10_000) seen.delete(seen.keys().next().value);
+    return ok;
+  };
+  if (poll) {
+    try {
+      return await pollChanges(ctx, request, poll.since, poll.wait, mayReadThread);
+    } finally {
+      close();
+    }
+  }
+  try {
+    return await ctx.feed.stream(request, mayReadThread, close);
+  } catch (e) {
+    close();
+    throw e;
+  }
 }
 
 /** Notices after `since` the user may read, one per thread (its latest). */
@@ -695,17 +957,19 @@ async function readChanges(pool, since, mayReadThread) {
   return { changes: out, cursor, ...reset };
 }
 
-async function pollChanges(ctx, request, since, wait) {
+async function pollChanges(ctx, request, since, wait, mayReadThread) {
   const deadline = Date.now() + wait;
   let cursor = since;
   for (;;) {
-    const got = await readChanges(ctx.pool, cursor, (t) => mayRead(ctx, request, t));
+    const got = await readChanges(ctx.pool, cursor, mayReadThread);
     if (got.changes.length || got.reset || cursor === null || Date.now() >= deadline ||
         request.signal?.aborted) {
       return got;
     }
     cursor = Number(got.cursor);
-    await ctx.feed.nextWake(Math.min(deadline - Date.now(), ctx.feed.pollMs), request.signal);
+    // With NOTIFY a waiting poll reads again only when woken (or at its deadline): an idle
+    // one costs no queries. Without it, every pollMs.
+    await ctx.feed.nextWake(deadline - Date.now(), request.signal, true);
   }
 }
 
@@ -739,10 +1003,16 @@ class ChangeFeed {
     if (this.streams.size) this.drain();
   }
 
-  /** Resolves on the next wake, after `ms`, or when `signal` aborts. */
-  nextWake(ms, signal) {
-    this.ensureListening();
+  /**
+   * Resolves on the next wake, after `ms`, or when `signal` aborts. `untilNotified`: a reader
+   * that NOTIFY wakes waits the whole `ms` (an idle one makes no queries); without NOTIFY it
+   * reads again every pollMs.
+   */
+  nextWake(ms, signal, untilNotified = false) {
+    const connecting = this.ensureListening();
     return new Promise((resolve) => {
+      const end = Date.now() + Math.max(ms, 0);
+      let t;
       const done = () => {
         clearTimeout(t);
         this.waiters.delete(done);
@@ -750,9 +1020,17 @@ class ChangeFeed {
         resolve();
         this.releaseIfIdle();
       };
-      const t = setTimeout(done, Math.max(ms, 0));
+      t = setTimeout(done, Math.max(untilNotified ? Math.min(ms, this.pollMs) : ms, 0));
       this.waiters.add(done);
       signal?.addEventListener("abort", done);
+      if (untilNotified) {
+        Promise.resolve(connecting).then(() => {
+          if (!this.waiters.has(done) || !this.notify || !this.listener ||
+              this.listener === "connecting") return;
+          clearTimeout(t);
+          t = setTimeout(done, Math.max(end - Date.now(), 0));
+        });
+      }
     });
   }
 
@@ -814,7 +1092,7 @@ class ChangeFeed {
     for (const s of this.streams) s.end();
   }
 
-  async stream(request, mayReadThread) {
+  async stream(request, mayReadThread, onEnd = () => {}) {
     const r = await this.pool.query("SELECT seq FROM gatehouse_change_counter WHERE id = 1");
     if (this.cursor === null) this.cursor = Number(r.rows[0].seq);
     const encoder = new TextEncoder();
@@ -833,6 +1111,7 @@ class ChangeFeed {
           },
           end() {
             if (!feed.streams.delete(entry)) return;
+            onEnd();
             try {
               controller.close();
             } catch {
@@ -930,6 +1209,12 @@ class ChangeFeed {
 
 // ---------------------------------------------------------------------------------------------
 
+/** Whether a request target's path has a `.` or `..` segment, plain or percent-encoded. */
+function hasDotSegment(target) {
+  const path = target.split(/[?#]/, 1)[0];
+  return path.split("/").some((seg) => /^(\.|%2e){1,2}$/i.test(seg));
+}
+
 /**
  * Mounts a fetch-style handler on Node's http server: `http.createServer(toNodeListener(h))`.
  * The request is aborted (its `signal`) when the connection closes.
@@ -981,10 +1266,18 @@ export function toNodeListener(handle) {
         },
       });
     }
+    // Routing uses the path alone: never the Host header, never an absolute-form target,
+    // and a path with dot segments (also percent-encoded) is refused, not resolved.
+    const target = req.url ?? "";
+    if (!target.startsWith("/") || hasDotSegment(target)) {
+      res.writeHead(400, { "content-type": "application/json; charset=utf-8" });
+      res.end(JSON.stringify({ error: { code: "invalid_request",
+        message: "the request target must be a path without dot segments" } }));
+      return;
+    }
     let response;
     try {
-      response = await handle(new Request(`http://${req.headers.host ?? "localhost"}${req.url}`,
-        init));
+      response = await handle(new Request(`http://localhost${target}`, init));
     } catch {
       res.writeHead(500).end();
       return;

@@ -6,7 +6,7 @@ use super::step::{Ended, drive};
 use super::*;
 
 /// Clears `running` however the run ends.
-pub(super) struct RunningGuard(Shared);
+pub(super) struct RunningGuard(pub(super) Shared);
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {

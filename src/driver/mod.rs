@@ -20,6 +20,7 @@ pub mod tools;
 pub(crate) use crate::net::{abort, fetch};
 
 mod admission;
+mod decide;
 mod session;
 mod step;
 
@@ -157,7 +158,14 @@ pub async fn run(
     }
     match input {
         Input::Decisions(decisions) => {
-            let result = run_input(s, Input::Decisions(decisions.clone()), opts).await;
+            let remote = match &s.borrow().store {
+                Store::Remote(r) => Some(r.clone()),
+                _ => None,
+            };
+            let result = match remote {
+                Some(r) => decide::decide(s, &r, &decisions, opts).await,
+                None => run_input(s, Input::Decisions(decisions.clone()), opts).await,
+            };
             match result {
                 Err(e) if e.code() == "expired" => {
                     let _ = expiry::expire_due(s, opts).await;

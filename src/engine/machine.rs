@@ -15,7 +15,7 @@ mod turn;
 use execution::{end_audit, not_run, tool_result};
 
 use super::audit::{AuditOutcome, AuditRecord, OpenAudit};
-use super::decisions::Decision;
+use super::decisions::{Decision, DecisionKind};
 use super::error::EngineError;
 use super::inputs::{Decisions, ToolResults};
 use super::model::{ModelOutput, ModelToolCall};

@@ -1,6 +1,7 @@
 //! Thread storage: the record/message model and its commit rule (pure), the memory store, the
 //! remote store's protocol (pure), and on wasm the IndexedDB store and the remote store.
 
+pub mod authority;
 #[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub mod indexeddb;
 pub mod memory;

@@ -8,10 +8,11 @@
 //! applied with the answer it gave, so a retry is never applied twice and never a false
 //! `conflict`.
 
+use super::authority::DecideRequest;
 use super::page::Rows;
 use super::wire::{
-    CommitRequest, Committed, ErrorBody, LeaseOp, LeaseRequest, Leased, Loaded, RowsPage,
-    ThreadList,
+    CommitRequest, Committed, DecideAnswer, ErrorBody, LeaseOp, LeaseRequest, Leased, Loaded,
+    MAX_PAGE, RowsPage, ThreadList,
 };
 use super::{IndexedDbStore, MessageRow, Queued, Snapshot, StoreError, ThreadRecord, Writer};
 use crate::driver::fetch::{self, AbortLink, FetchError};
@@ -19,7 +20,8 @@ use crate::engine::Commit;
 use gloo_net::http::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 /// How often a commit without an answer is sent again, and the waits before each retry.
 const COMMIT_RETRIES_MS: [u64; 3] = [250, 1_000, 3_000];
@@ -33,6 +35,10 @@ pub struct RemoteStore {
     /// Makes commit ids unique: this store's random prefix and a counter.
     prefix: String,
     next: Cell<u64>,
+    /// The secrets of the run leases this store's writers hold, by thread and owner: the
+    /// handler gives one with a commit that takes a lease, and takes renewals, the release
+    /// and the run's next writes only with it (docs/design.md, "Threat model").
+    tokens: RefCell<HashMap<(String, String), String>>,
     /// This device's copy of what it read and wrote, in IndexedDB: the thread stays readable
     /// while the handler cannot be reached (`None` where there is no IndexedDB).
     copy: Option<IndexedDbStore>,
@@ -48,6 +54,7 @@ impl RemoteStore {
             name,
             prefix: format!("{:x}", (js_sys::Math::random() * 2f64.powi(52)) as u64),
             next: Cell::new(0),
+            tokens: RefCell::new(HashMap::new()),
             copy: None,
         }
     }
@@ -221,12 +228,14 @@ impl RemoteStore {
     ) -> Result<ThreadRecord, StoreError> {
         let n = self.next.get() + 1;
         self.next.set(n);
+        let key = (thread.to_owned(), writer.owner.clone());
         let request = CommitRequest {
             commit_id: format!("{}:{}:{n}", writer.owner, self.prefix),
             expected_version,
             owner: writer.owner.clone(),
             keep: writer.lease.is_some(),
             commit: commit.clone(),
+            lease_token: self.tokens.borrow().get(&key).cloned(),
         };
         let url = self.thread_url(thread, "/commit");
         let mut waits = COMMIT_RETRIES_MS.iter();
@@ -237,6 +246,14 @@ impl RemoteStore {
                     _ => return Err(StoreError::Unavailable(m)),
                 },
                 Ok(c) => {
+                    match c.lease_token {
+                        Some(token) => {
+                            self.tokens.borrow_mut().insert(key, token);
+                        }
+                        None => {
+                            self.tokens.borrow_mut().remove(&key);
+                        }
+                    }
                     self.keep(&c.record, &rows_of(&c.record, commit), &[]).await;
                     return Ok(c.record);
                 }
@@ -270,13 +287,62 @@ impl RemoteStore {
         op: LeaseOp,
         version: Option<u64>,
     ) -> Result<bool, StoreError> {
+        let key = (thread.to_owned(), owner.to_owned());
         let body = LeaseRequest {
             owner: owner.to_owned(),
             op,
             version,
+            lease_token: self.tokens.borrow().get(&key).cloned(),
         };
         let l: Leased = self.post(&self.thread_url(thread, "/lease"), &body).await?;
+        if op == LeaseOp::Release && l.ok {
+            self.tokens.borrow_mut().remove(&key);
+        }
         Ok(l.ok)
+    }
+
+    /// Sends decisions (`{ callId: decision }` in the JS API's form) as an intent: the handler
+    /// applies them to the stored thread with the engine's rules, as the signed-in user, and
+    /// answers the thread as it wrote it (docs/design.md, "Threat model"). Sent again with the
+    /// same id when no answer came, as a commit is.
+    pub async fn decide(
+        &self,
+        thread: &str,
+        decisions: &serde_json::Value,
+        resume_token: Option<String>,
+    ) -> Result<Snapshot, StoreError> {
+        let n = self.next.get() + 1;
+        self.next.set(n);
+        let request = DecideRequest {
+            commit_id: format!("decide:{}:{n}", self.prefix),
+            decisions: decisions.clone(),
+            resume_token,
+        };
+        let url = self.thread_url(thread, "/decide");
+        let mut waits = COMMIT_RETRIES_MS.iter();
+        let answer: DecideAnswer = loop {
+            match self.post::<_, DecideAnswer>(&url, &request).await {
+                Err(StoreError::Unavailable(m)) => match waits.next() {
+                    Some(&ms) if online() => pause(ms).await,
+                    _ => return Err(StoreError::Unavailable(m)),
+                },
+                other => break other?,
+            }
+        };
+        let record = answer.record;
+        let tail = match answer.tail {
+            Some(json) => {
+                let row = MessageRow {
+                    seq: record.message_count,
+                    json,
+                };
+                let tail = row.message()?;
+                self.keep(&record, &[row], &[]).await;
+                Some(tail)
+            }
+            None => None,
+        };
+        Ok(Snapshot { record, tail })
     }
 
     pub async fn rows(
@@ -290,16 +356,32 @@ impl RemoteStore {
             Rows::Messages => "messages",
             Rows::Audit => "audit",
         };
-        let before = before_seq.map_or(String::new(), |s| format!("&before={s}"));
-        let url = self.thread_url(thread, &format!("/{what}?limit={limit}{before}"));
-        let page: RowsPage = match self.call(Method::GET, &url, None).await {
-            Ok(p) => p,
-            Err(e) => match self.offline(&e) {
-                Some(copy) => return copy.rows(kind, thread, before_seq, limit).await,
-                None => return Err(e),
-            },
-        };
-        let rows: Vec<MessageRow> = page.rows.into_iter().map(MessageRow::from).collect();
+        // The handler answers at most `MAX_PAGE` rows a request: a longer page is read as
+        // several, newest first, and put together oldest first.
+        let mut rows: Vec<MessageRow> = Vec::new();
+        let (mut before, mut left) = (before_seq, limit);
+        loop {
+            let ask = left.min(MAX_PAGE);
+            let at = before.map_or(String::new(), |s| format!("&before={s}"));
+            let url = self.thread_url(thread, &format!("/{what}?limit={ask}{at}"));
+            let page: RowsPage = match self.call(Method::GET, &url, None).await {
+                Ok(p) => p,
+                Err(e) => match self.offline(&e).filter(|_| rows.is_empty()) {
+                    Some(copy) => return copy.rows(kind, thread, before_seq, limit).await,
+                    None => return Err(e),
+                },
+            };
+            let mut got: Vec<MessageRow> = page.rows.into_iter().map(MessageRow::from).collect();
+            let n = got.len() as u32;
+            let oldest = got.first().map(|r| r.seq);
+            got.append(&mut rows);
+            rows = got;
+            left -= n.min(left);
+            if n < ask || left == 0 || oldest.is_none_or(|s| s <= 1) {
+                break;
+            }
+            before = oldest;
+        }
         if let Some(copy) = &self.copy {
             if let Ok(record) = copy.record(thread, 0.0).await {
                 let (m, a) = match kind {

@@ -9,7 +9,8 @@
 //! |---|---|---|
 //! | `GET B/threads/{id}` | → [`Loaded`] | `read` |
 //! | `GET B/threads/{id}/messages?before=S&limit=L` (and `/audit`) | → [`RowsPage`] | `read` |
-//! | `POST B/threads/{id}/commit` | [`CommitRequest`] → [`Committed`] | [`action_of`] |
+//! | `POST B/threads/{id}/commit` | [`CommitRequest`] → [`Committed`] | `write` |
+//! | `POST B/threads/{id}/decide` | [`DecideRequest`](super::authority::DecideRequest) → [`DecideAnswer`] | `decide` |
 //! | `POST B/threads/{id}/lease` | [`LeaseRequest`] → [`Leased`] | `write` |
 //! | `DELETE B/threads/{id}` | → `{}` | `delete` |
 //! | `GET B/threads` | → [`ThreadList`] | `list`, then `read` per thread |
@@ -40,6 +41,11 @@ pub struct CommitRequest {
     /// The run goes on after this write: the record keeps a lease for `owner`.
     pub keep: bool,
     pub commit: Commit,
+    /// The secret of the lease this writer holds, as the handler's answer gave it: without it
+    /// a commit that names the lease's owner is another writer's (docs/design.md, "Threat
+    /// model"). Never stored in, or sent with, a record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_token: Option<String>,
 }
 
 /// The answer to a commit: the record as written.
@@ -47,6 +53,18 @@ pub struct CommitRequest {
 #[serde(rename_all = "camelCase")]
 pub struct Committed {
     pub record: ThreadRecord,
+    /// The secret of the lease the record now holds for this writer (a write with `keep`):
+    /// renewals, the release and the run's next writes send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_token: Option<String>,
+}
+
+/// The answer to a decision (`POST B/threads/{id}/decide`): the record and the tail as the
+/// handler wrote them (the deciding device did not make them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecideAnswer {
+    pub record: ThreadRecord,
+    pub tail: Option<String>,
 }
 
 /// `POST B/threads/{id}/lease`: renew extends `owner`'s lease to the handler's clock plus
@@ -62,6 +80,9 @@ pub struct LeaseRequest {
     /// simulation (docs/design.md, "Across devices").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u64>,
+    /// The lease's secret ([`Committed::lease_token`]): only its holder renews or releases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_token: Option<String>,
 }
 
 /// The lease after `request` at the handler: `plan_renew` or `plan_release`, a release only
@@ -98,6 +119,10 @@ pub struct Loaded {
     pub record: Option<ThreadRecord>,
     pub tail: Option<String>,
 }
+
+/// The most rows the handler answers to one page request (`limit` above it is refused with
+/// `invalid_request`): the remote store reads a longer page as several.
+pub const MAX_PAGE: u32 = 4096;
 
 /// One stored row on the wire: its seq and its JSON text as stored (key order kept).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,6 +247,35 @@ impl WireError {
     }
 }
 
+/// The engine's refusal of decisions sent to `/decide` (`invalid_decision`, `unknown_call_id`,
+/// `expired`, `not_suspended`), as [`WireError::into_store_error`] left it (`Other("code:
+/// message")`): the same error `submitDecisions` gives on a local thread. `None` for any other
+/// store error.
+pub fn engine_refusal(e: &StoreError) -> Option<crate::engine::EngineError> {
+    use crate::engine::EngineError;
+    let StoreError::Other(text) = e else {
+        return None;
+    };
+    let (code, message) = text.split_once(": ")?;
+    let message = message.to_owned();
+    Some(match code {
+        "invalid_decision" => EngineError::InvalidDecision {
+            call_id: None,
+            message,
+        },
+        "unknown_call_id" => EngineError::UnknownCallId {
+            call_id: String::new(),
+            message,
+        },
+        "expired" => EngineError::Expired {
+            call_id: String::new(),
+            message,
+        },
+        "not_suspended" => EngineError::NotSuspended(message),
+        _ => return None,
+    })
+}
+
 /// The writer of a remote commit, at the handler's clock. Web Locks do not reach across
 /// devices, so a remote lease is never `locked`: it is live until it lapses, and only its
 /// owner's renewals keep it (docs/design.md, "Across devices").
@@ -237,35 +291,30 @@ pub fn remote_writer(owner: &str, keep: bool, now_ms: f64) -> Writer {
     }
 }
 
-/// The `authorize` action a commit needs: `decide` when it appends no message (it records
-/// decisions on the tail's calls: what an approver without the tools sends), else `write`.
-pub fn action_of(commit: &Commit) -> &'static str {
-    if commit.append.is_empty() {
-        "decide"
-    } else {
-        "write"
-    }
+/// The `authorize` action a commit needs: always `write`. Decisions are not commits: they go
+/// to `B/threads/{id}/decide` as intents ([`super::authority::DecideRequest`]), which the
+/// handler applies itself (docs/design.md, "Threat model").
+pub fn action_of(_commit: &Commit) -> &'static str {
+    "write"
 }
 
-/// Puts the identity `authorize` returned as `decidedBy` on every decision this commit
-/// records for the first time, and keeps the stored one on decisions made earlier: a
-/// browser-sent `by` never reaches a remote thread's audit trail.
-pub fn stamp_identity(stored: &ThreadRecord, commit: &mut Commit, identity: &str) {
-    let earlier = |seq: u64| -> Option<Option<String>> {
+/// Who decided is the server's word (docs/design.md, "Threat model"): a write keeps, on every
+/// decision of its journal and audit records, the `decidedBy` the stored thread has, and says
+/// nobody for a decision the stored thread does not have (a write decides nothing: decisions
+/// go to `/decide`, where the handler's engine records the identity `authorize` returned;
+/// an expiry is decided by nobody). A browser-sent `by` never reaches a remote thread's trail.
+pub fn stamp_identity(stored: &ThreadRecord, commit: &mut Commit, _identity: &str) {
+    let earlier = |seq: u64| -> Option<String> {
         let run = stored.run.as_ref()?;
         let open = run.audit.iter().find(|a| a.seq == seq)?;
-        open.decided_at.map(|_| open.decided_by.clone())
+        open.decided_at.and(open.decided_by.clone())
     };
     if let Some(run) = commit.run.as_mut() {
         for open in &mut run.audit {
-            if open.decided_at.is_some() {
-                open.decided_by = earlier(open.seq).unwrap_or_else(|| Some(identity.to_owned()));
-            }
+            open.decided_by = earlier(open.seq);
         }
     }
     for a in &mut commit.audit {
-        if a.decision.is_some() {
-            a.decided_by = earlier(a.seq).unwrap_or_else(|| Some(identity.to_owned()));
-        }
+        a.decided_by = earlier(a.seq);
     }
 }

@@ -234,7 +234,7 @@ test('subscribeThreads on a remote store hears a thread another device creates',
   assert.ok(heard.some(([, st]) => st === 'idle'), JSON.stringify(heard));
 });
 
-test('two devices decide different calls of one turn at once: the later is a conflict that writes nothing, sent again it lands; each call runs once', T, async (t) => {
+test('two devices decide different calls of one turn at once: both land (the handler applies each to the stored thread), or a refused one sent again lands; each call runs once', T, async (t) => {
   const threadId = uid('t');
   const two = { toolCalls: [
     { id: 'call_1', name: 'delete_file', arguments: { path: '/one' } },
@@ -251,9 +251,9 @@ test('two devices decide different calls of one turn at once: the later is a con
   }, decisions);
   const mine = [[desk, { call_1: 'approve' }], [phone, { call_2: 'reject' }]];
   const first = await Promise.all(mine.map(([page, d]) => decide(page, d)));
-  // Two commits at one version: the later is a stale write, refused with `conflict` having
-  // written nothing (SPEC §4: never a silent overwrite), and its device has the fresh thread.
-  // Sent again, it lands.
+  // Decisions are intents: the handler applies each to the thread as it stands, so both
+  // land. One refused (`conflict` while the thread moved under it) writes nothing, and its
+  // device has the fresh thread: sent again, it lands.
   assert.ok(first.includes('ok') && first.every((c) => c === 'ok' || c === 'conflict'), String(first));
   for (const [i, code] of first.entries()) {
     if (code !== 'conflict') continue;
@@ -278,7 +278,8 @@ test('the handler answers nothing after committing a decision: the retry is answ
   const sc = await h.scenario([gated('call_1', '/lost'), { text: 'Deleted.' }]);
   const desk = await device(t, { user: 'clerk', threadId, model: sc.openai(), withTool: true });
   assert.equal(await run(desk, async () => (await window.agent.chat('delete /lost')).status), 'awaiting_approval');
-  remote.loseAnswer((method, path) => method === 'POST' && path.endsWith('/commit'));
+  // Decisions are intents sent to /decide (docs/design.md, "Threat model").
+  remote.loseAnswer((method, path) => method === 'POST' && path.endsWith('/decide'));
   const r = await run(desk, async () => {
     const s = await window.agent.submitDecisions({ call_1: 'approve' });
     return { status: s.status, calls: window.gh.calls.map((c) => c.inputs.path) };

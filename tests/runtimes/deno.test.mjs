@@ -48,7 +48,7 @@ test("deno: imported over HTTP, the handler fetches its wasm core and applies a 
     const pool = new pg.Pool({ connectionString: Deno.env.get("DATABASE_URL") });
     const handle = createStoreHandler({ pool, authorize: () => "alice" });
     const r = await handle(new Request("http://app/threads/alice:http/commit",
-      { method: "POST", body: Deno.env.get("BODY") }));
+      { method: "POST", body: Deno.env.get("BODY"), headers: { "content-type": "application/json" } }));
     console.log(JSON.stringify({ status: r.status, body: await r.json() }));
     await handle.close();
     await pool.end();`;

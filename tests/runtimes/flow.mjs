@@ -132,11 +132,16 @@ export function storeFlow(name, target, { noticeMs = 3000 } = {}) {
     const call = await alice("POST", `/threads/${enc(id)}/commit`, run[1]);
     assert.equal(call.status, 200, call.text);
     assert.equal(call.body.record.status, "awaiting_approval");
-    const decided = await bob("POST", `/threads/${enc(id)}/commit`, run[2]);
+    // A decision is an intent, applied by the handler (docs/design.md, "Threat model").
+    const decided = await bob("POST", `/threads/${enc(id)}/decide`, run[2]);
     assert.equal(decided.status, 200, decided.text);
+    // The run's writes carry its lease's secret, as the browser's do.
+    let leaseToken;
     for (const body of run.slice(3)) {
-      const r = await alice("POST", `/threads/${enc(id)}/commit`, body);
+      const r = await alice("POST", `/threads/${enc(id)}/commit`,
+        leaseToken ? { ...body, leaseToken } : body);
       assert.equal(r.status, 200, r.text);
+      leaseToken = r.body.leaseToken;
     }
     const audit = await bob("GET", `/threads/${enc(id)}/audit`);
     assert.equal(audit.status, 200, audit.text);
@@ -147,8 +152,8 @@ export function storeFlow(name, target, { noticeMs = 3000 } = {}) {
     const messages = await bob("GET", `/threads/${enc(id)}/messages?limit=2`);
     assert.deepEqual(messages.body.rows.map((r) => r.seq), [3, 4]);
     const seen = [];
-    for (let i = 0; i < 4; i++) seen.push((await stream.nextData(noticeMs))?.version);
-    assert.equal(seen.at(-1), 5, `notices up to version 5: ${seen}`);
+    for (let i = 0; i < 5; i++) seen.push((await stream.nextData(noticeMs))?.version);
+    assert.equal(seen.at(-1), 6, `notices up to version 6: ${seen}`);
   });
 
   test(`${name}: the list holds the thread, as authorize filters it`, async () => {
@@ -156,7 +161,7 @@ export function storeFlow(name, target, { noticeMs = 3000 } = {}) {
     assert.equal(mine.status, 200, mine.text);
     const found = mine.body.threads.find((t) => t.id === id);
     assert.ok(found, mine.text);
-    assert.equal(found.version, 5);
+    assert.equal(found.version, 6);
     const other = await client(target.url, "carol")("GET", "/threads");
     assert.equal(other.status, 200);
     assert.ok(!other.body.threads.some((t) => t.id === id), "carol may not read it");

@@ -52,11 +52,13 @@ test("oversized bodies are refused with 413, counted as they arrive", async () =
     Array.from({ length: 40 }, () => "x".repeat(4096)), { "content-type": "application/json" });
   assert.equal(chunked.status, 413);
   assert.equal(chunked.body.error.code, "too_large");
-  const lease = await raw("POST", "/threads/alice%3Abig/lease", [big]);
+  const json = { "content-type": "application/json" };
+  const lease = await raw("POST", "/threads/alice%3Abig/lease", [big], json);
   assert.equal(lease.status, 413);
   assert.deepEqual(await everything(s.pool), before);
   // Just under the limit is read (and judged on its content).
-  const fits = await raw("POST", "/threads/alice%3Abig/commit", ["{" + " ".repeat(60 * 1024) + "}"]);
+  const fits = await raw("POST", "/threads/alice%3Abig/commit", ["{" + " ".repeat(60 * 1024) + "}"],
+    json);
   assert.equal(fits.status, 400);
 });
 
@@ -64,7 +66,7 @@ test("malformed bodies, unknown keys and wrong types are invalid_request and cha
   const a = client(s, "alice");
   await applyAll(a, "alice:bad", run.slice(0, 2));
   const before = await everything(s.pool);
-  const body = run[2];
+  const body = run[3]; // a commit (run[2] is a decision)
   const bad = [
     "",
     "not json",
@@ -90,7 +92,8 @@ test("malformed bodies, unknown keys and wrong types are invalid_request and cha
     assert.equal(r.body.error.code, "invalid_request");
     assert.equal(typeof r.body.error.message, "string");
   }
-  const notUtf8 = await raw("POST", "/threads/alice%3Abad/commit", [Buffer.from([0x7b, 0xff, 0x7d])]);
+  const notUtf8 = await raw("POST", "/threads/alice%3Abad/commit", [Buffer.from([0x7b, 0xff, 0x7d])],
+    { "content-type": "application/json" });
   assert.equal(notUtf8.status, 400);
   for (const lease of ['{"owner":"w1","op":"steal"}', '{"owner":"w1"}',
     '{"owner":"w1","op":"renew","until":1e30}', '{"owner":1,"op":"renew"}']) {
@@ -201,11 +204,12 @@ test("authorize that throws refuses nothing silently: the request fails and noth
   const h = createStoreHandler({ pool: s.pool, authorize: () => { throw new Error("auth down"); } });
   const before = await everything(s.pool);
   const r = await h(new Request("http://h/threads/alice%3Athrows/commit",
-    { method: "POST", body: JSON.stringify(run[0]) }));
+    { method: "POST", body: JSON.stringify(run[0]), headers: { "content-type": "application/json" } }));
   assert.equal(r.status, 500);
   const text = await r.text();
   assert.doesNotMatch(text, /auth down/, "the app's error text is not sent");
   assert.match(JSON.parse(text).error.message, /authorize failed/);
+  assert.equal(JSON.parse(text).error.code, "authorize_failed", "not a retryable storage error");
   assert.deepEqual(await everything(s.pool), before);
   await h.close();
 });

@@ -59,7 +59,7 @@ test("migrating again keeps the data; the first request migrates by itself", asy
   const first = createStoreHandler({ pool: pool(url), authorize });
   const body = fixture("approved-run.json")[0];
   const r = await first(new Request("http://h/threads/t/commit",
-    { method: "POST", body: JSON.stringify(body) }));
+    { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } }));
   assert.equal(r.status, 200, await r.clone().text());
   const second = createStoreHandler({ pool: pool(url), authorize });
   await second.migrate();

@@ -33,7 +33,7 @@ test("imported by name in Node, it migrates and applies a commit", () => {
     const pool = new pg.Pool({ connectionString: process.argv[2] });
     const handle = createStoreHandler({ pool, authorize: () => "alice" });
     const r = await handle(new Request("http://app/threads/t/commit",
-      { method: "POST", body: process.argv[3] }));
+      { method: "POST", body: process.argv[3], headers: { "content-type": "application/json" } }));
     console.log(JSON.stringify({ status: r.status, body: await r.json() }));
     await handle.close();
     await pool.end();

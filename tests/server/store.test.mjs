@@ -20,37 +20,41 @@ after(async () => {
 const run = fixture("approved-run.json");
 const chat = fixture("long-chat.json");
 
-test("engine commits apply in order; decidedBy is authorize's identity, not the browser's by", async () => {
+test("engine commits apply in order; decidedBy is authorize's identity, not what a write says", async () => {
   const a = client(s, "alice");
   assert.deepEqual((await a.load("alice:run")).body, { record: null, tail: null });
-  assert.match(JSON.stringify(run), /mallory/, "the browser sent its own by");
+  assert.match(JSON.stringify(run.slice(3)), /"decidedBy":"bob"/, "the device's writes name bob");
   s.calls.length = 0;
   for (const [i, body] of run.entries()) {
     const r = await a.commit("alice:run", body);
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.record.version, i + 1);
   }
-  // The decision appends nothing: authorize was asked to `decide` it, the rest to `write`.
-  assert.deepEqual(s.calls.map((c) => c.action), ["write", "write", "decide", "write", "write"]);
+  // The decision is an intent (POST /decide): authorize was asked to `decide` it, the rest to
+  // `write`.
+  assert.deepEqual(s.calls.map((c) => c.action), ["write", "write", "decide", "write", "write", "write"]);
   const loaded = (await a.load("alice:run")).body;
-  assert.equal(loaded.record.version, 5);
+  assert.equal(loaded.record.version, 6);
   assert.equal(loaded.record.messageCount, 4);
   assert.equal(loaded.record.lease, null, "the last commit ends the run");
   assert.equal(JSON.parse(loaded.tail).content[0].content, "deleted");
   const audit = (await a.rows("alice:run", "audit")).body.rows;
   assert.equal(audit.length, 1);
   const entry = JSON.parse(audit[0].json);
-  assert.equal(entry.decidedBy, "alice");
+  assert.equal(entry.decidedBy, "alice", "the handler decided as alice; the writes' bob is not kept");
   assert.equal(entry.outcome, "ok");
   const db = await stored(s.pool, "alice:run");
-  assert.doesNotMatch(JSON.stringify(db), /mallory/, "nothing of the browser's by is stored");
-  assert.deepEqual(db.commits, ["w1:0", "w1:1", "w1:2", "w1:3", "w1:4"]);
-  // Messages keep their JSON text exactly as the engine wrote it.
+  assert.doesNotMatch(JSON.stringify(db.audit), /bob/);
+  assert.deepEqual(db.commits, ["phone:d1", "w1:0", "w1:1", "w1:2", "w1:3", "w1:4"]);
+  // Messages keep their JSON text exactly as the engine wrote it (the call's, as the
+  // handler's engine decided it).
   const thread = [];
-  for (const { commit } of run) {
+  for (const { commit } of run.filter((b) => b.commit)) {
     if (commit.replaceTail) thread[thread.length - 1] = commit.replaceTail;
     thread.push(...commit.append);
   }
+  thread[1] = structuredClone(thread[1]);
+  thread[1].tools[0].approval = "approved";
   assert.deepEqual(db.messages.map(([, json]) => JSON.parse(json)), thread);
 });
 
@@ -78,9 +82,11 @@ test("a commit retried with its id is answered as it was, and applied once", asy
   assert.equal(again.status, 200, "never a false conflict");
   assert.equal(again.text, first.text);
   await applyAll(a, "alice:retry", run.slice(1, 3));
-  // Long after, the first answer still stands (the record has moved on).
+  // Long after, the first answer still stands (the record has moved on); the lease's secret
+  // is not given again once the lease is gone.
   const late = await a.commit("alice:retry", run[0]);
-  assert.equal(late.text, first.text);
+  assert.deepEqual(late.body.record, first.body.record);
+  assert.equal(late.body.leaseToken, undefined);
   const db = await stored(s.pool, "alice:retry");
   assert.equal(db.version, 3);
   assert.equal(db.messages.length, 2);
@@ -118,8 +124,10 @@ test("a commit whose answer was lost is answered on retry as the success it was"
   assert.equal(db.version, 1, "applied once");
   assert.equal(db.messages.length, 1);
   // A retry racing the original: both answers are the one commit's.
-  await commitAndHangUp("alice:lost", run[1]);
-  const raced = await a.commit("alice:lost", run[1]);
+  // (The run's next write carries its lease's secret, as the browser's does.)
+  const next = { ...run[1], leaseToken: retry.body.leaseToken };
+  await commitAndHangUp("alice:lost", next);
+  const raced = await a.commit("alice:lost", next);
   assert.equal(raced.status, 200, raced.text);
   assert.equal(raced.body.record.version, 2);
   assert.equal((await stored(s.pool, "alice:lost")).version, 2);
@@ -174,7 +182,7 @@ test("leases: renewed and released by compare-and-set at the server's clock", as
   assert.equal((await stored(s.pool, "alice:lease")).version, 1);
   // Once it lapsed at the server's clock, another device takes the thread over.
   const taken = await a.commit("alice:lease",
-    variant(run[1], { commitId: "w2:2", owner: "w2" }), at(t + 40_000));
+    variant(run[1], { commitId: "w2:2", owner: "w2", keep: true }), at(t + 40_000));
   assert.equal(taken.status, 200, taken.text);
   assert.equal(taken.body.record.lease.owner, "w2");
   assert.deepEqual((await a.lease("alice:lease", "w1", "renew", at(t + 40_001))).body, { ok: false });
@@ -287,8 +295,8 @@ test("a user who may only decide cannot change the tool policies", async () => {
   assert.equal(refused.status, 403, refused.text);
   assert.equal(refused.body.error.code, "unauthorized");
   assert.deepEqual(await stored(s.pool, "alice:approver"), before);
-  // Bob's decisions go through (the approved run's decision commit), and so does the owner's
-  // policy change.
+  // Bob's decisions go through (as intents, to /decide), and so does the owner's policy
+  // change.
   await applyAll(a, "alice:approver2", run.slice(0, 2));
   s.grants.set("alice:approver2", ["bob/read", "bob/decide"]);
   const decided = await client(s, "bob").commit("alice:approver2", run[2]);

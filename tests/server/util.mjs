@@ -17,8 +17,14 @@ export function variant(body, fields) {
   return { ...structuredClone(body), ...fields };
 }
 
+/**
+ * The lease secrets the handler gave, by thread and owner: a device's, shared by the clients
+ * of one test process (a test that plays a device without them passes its own map).
+ */
+export const sharedTokens = new Map();
+
 /** A user's view of the handler at `s.url`: `{ status, body, text }` for every call. */
-export function client(s, user, extraHeaders = {}) {
+export function client(s, user, extraHeaders = {}, tokens = sharedTokens) {
   const enc = encodeURIComponent;
   const call = async (method, p, body, headers = {}) => {
     const r = await fetch(s.url + p, {
@@ -40,12 +46,41 @@ export function client(s, user, extraHeaders = {}) {
     }
     return { status: r.status, body: parsed, text, headers: r.headers };
   };
+  // The lease secrets are sent with the owner's next commits and lease requests, as the
+  // browser's remote store does.
+  // A retry is the very body first sent (the handler answers a commit id only for it).
+  const sent = new Map();
+  const withToken = (id, body) => {
+    if (typeof body !== "object" || body === null || body.decisions || body.leaseToken) return body;
+    const key = `${id}\n${JSON.stringify(body)}`;
+    if (sent.has(key)) return sent.get(key);
+    const t = tokens.get(`${id}\n${body.owner}`);
+    const out = t ? { ...body, leaseToken: t } : body;
+    sent.set(key, out);
+    return out;
+  };
+  const commit = async (id, body, h) => {
+    // A decision is an intent, sent to /decide (docs/design.md, "Threat model").
+    const route = typeof body === "object" && body?.decisions ? "decide" : "commit";
+    const r = await call("POST", `/threads/${enc(id)}/${route}`, withToken(id, body), h);
+    if (route === "commit" && r.status === 200 && typeof body === "object" && body !== null) {
+      const key = `${id}\n${body.owner}`;
+      if (r.body.leaseToken) tokens.set(key, r.body.leaseToken);
+      else tokens.delete(key);
+    }
+    return r;
+  };
   return {
     call,
+    tokens,
     load: (id, h) => call("GET", `/threads/${enc(id)}`, undefined, h),
-    commit: (id, body, h) => call("POST", `/threads/${enc(id)}/commit`, body, h),
-    lease: (id, owner, op, h, version) =>
-      call("POST", `/threads/${enc(id)}/lease`, version === undefined ? { owner, op } : { owner, op, version }, h),
+    commit,
+    decide: (id, body, h) => call("POST", `/threads/${enc(id)}/decide`, body, h),
+    lease: (id, owner, op, h, version) => {
+      const t = tokens.get(`${id}\n${owner}`);
+      const body = { owner, op, ...(version === undefined ? {} : { version }), ...(t ? { leaseToken: t } : {}) };
+      return call("POST", `/threads/${enc(id)}/lease`, body, h);
+    },
     rows: (id, kind, query = "") => call("GET", `/threads/${enc(id)}/${kind}${query}`),
     list: () => call("GET", "/threads"),
     remove: (id) => call("DELETE", `/threads/${enc(id)}`),

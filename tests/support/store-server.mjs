@@ -34,6 +34,26 @@ export async function startStoreServer({
   const pool = new pg.Pool({ connectionString: cluster.connectionString, max: poolSize });
   // A killed Postgres makes idle clients fail: the pool reports it here, not as a crash.
   pool.on("error", () => {});
+  // Every statement the handler sends, through the pool or a client it took from it
+  // (tests/server/attacker.test.mjs counts what an idle feed or a list costs).
+  const queries = [];
+  const logged = Symbol("logged");
+  const log = (target) => {
+    if (target[logged]) return target;
+    const query = target.query.bind(target);
+    target.query = (text, ...rest) => {
+      queries.push(typeof text === "string" ? text : text?.text ?? "");
+      return query(text, ...rest);
+    };
+    target[logged] = true;
+    return target;
+  };
+  log(pool);
+  const handlerPool = {
+    query: (...a) => pool.query(...a),
+    connect: async () => log(await pool.connect()),
+    on: (...a) => pool.on(...a),
+  };
   const grants = new Map();
   const calls = [];
   const defaultAuthorize = (request, { threadId, action }) => {
@@ -49,7 +69,7 @@ export async function startStoreServer({
     return null;
   };
   const handle = createStoreHandler({
-    pool,
+    pool: handlerPool,
     basePath,
     authorize: authorize ?? defaultAuthorize,
     now: (request) => Number(request.headers.get("x-test-now") ?? Date.now()),
@@ -69,6 +89,7 @@ export async function startStoreServer({
     postgres: cluster,
     grants,
     calls,
+    queries,
     server,
     async close() {
       await handle.close();

@@ -11,9 +11,9 @@ pub fn commit_action(body: &str) -> String {
     plan::commit_action(body)
 }
 
-#[wasm_bindgen(js_name = decideNeedsWrite)]
-pub fn decide_needs_write(thread_id: &str, record: Option<String>, body: &str) -> String {
-    plan::decide_needs_write(thread_id, record.as_deref(), body)
+#[wasm_bindgen(js_name = decideIntent)]
+pub fn decide_intent(body: &str) -> String {
+    plan::decide_intent(body)
 }
 
 #[wasm_bindgen(js_name = readRecord)]
@@ -21,6 +21,7 @@ pub fn read_record(thread_id: &str, text: &str) -> String {
     plan::read_record(thread_id, text)
 }
 
+#[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(js_name = planCommit)]
 pub fn plan_commit(
     thread_id: &str,
@@ -30,6 +31,7 @@ pub fn plan_commit(
     body: &str,
     now_ms: f64,
     identity: &str,
+    holder: bool,
 ) -> String {
     plan::plan_commit(
         thread_id,
@@ -39,6 +41,31 @@ pub fn plan_commit(
         body,
         now_ms,
         identity,
+        holder,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen(js_name = planDecide)]
+pub fn plan_decide(
+    thread_id: &str,
+    record: Option<String>,
+    tail: Option<String>,
+    row_after_tail: bool,
+    body: &str,
+    now_ms: f64,
+    identity: &str,
+    machine: f64,
+) -> String {
+    plan::plan_decide(
+        thread_id,
+        record.as_deref(),
+        tail.as_deref(),
+        row_after_tail,
+        body,
+        now_ms,
+        identity,
+        machine,
     )
 }
 
@@ -48,8 +75,14 @@ pub fn lease_request(body: &str) -> String {
 }
 
 #[wasm_bindgen(js_name = planLease)]
-pub fn plan_lease(thread_id: &str, record: Option<String>, body: &str, now_ms: f64) -> String {
-    plan::plan_lease(thread_id, record.as_deref(), body, now_ms)
+pub fn plan_lease(
+    thread_id: &str,
+    record: Option<String>,
+    body: &str,
+    now_ms: f64,
+    holder: bool,
+) -> String {
+    plan::plan_lease(thread_id, record.as_deref(), body, now_ms, holder)
 }
 
 #[wasm_bindgen(js_name = rowsWindow)]

@@ -6,6 +6,9 @@
 //! Every answer is a JSON object: a refusal is `{"status": N, "error": WireError}`, anything
 //! else is what the function documents.
 
+use gatehouse_agent::store::authority::{
+    DecideRequest, Refused, check_write, plan_decide as decide,
+};
 use gatehouse_agent::store::page::{Rows, window};
 use gatehouse_agent::store::wire::{
     CommitRequest, Committed, LeaseRequest, WireError, action_of, plan_lease_request,
@@ -52,7 +55,8 @@ fn read_stored(thread_id: &str, text: &str) -> Result<ThreadRecord, StoreError> 
     })
 }
 
-/// `{"action", "commitId"}` of a commit body, for `authorize` before anything is read.
+/// `{"action", "commitId"}` of a commit body, checked before anything is read. A commit is
+/// always a `write`: a decision is sent as one ([`plan_decide`]).
 pub fn commit_action(body: &str) -> String {
     match read_request::<CommitRequest>(body, "commit") {
         Ok(r) => json!({ "action": action_of(&r.commit), "commitId": r.commit_id }).to_string(),
@@ -60,20 +64,34 @@ pub fn commit_action(body: &str) -> String {
     }
 }
 
-/// Whether a commit `authorize` allowed as `decide` (it appends no message) also needs
-/// `write`: it changes the thread's tool policies (`setToolPolicy` appends nothing either),
-/// which decide what runs without a human. `{"write": bool}`.
-pub fn decide_needs_write(thread_id: &str, record: Option<&str>, body: &str) -> String {
-    let request: CommitRequest = match read_request(body, "commit") {
+/// `{"commitId", "decisions": [{"callId", "decision"}]}` of a decide body, for `authorize`,
+/// or a refusal (`invalid_request`, `invalid_decision`).
+pub fn decide_intent(body: &str) -> String {
+    let request: DecideRequest = match read_request(body, "decide") {
         Ok(r) => r,
         Err(refused) => return refused,
     };
-    let stored = match record.map(|text| read_stored(thread_id, text)).transpose() {
-        Ok(r) => r,
-        Err(e) => return store_refusal(&e),
-    };
-    let policies = stored.map(|r| r.policies).unwrap_or_default();
-    json!({ "write": request.commit.policies != policies }).to_string()
+    match request.intent() {
+        Ok(list) => json!({
+            "commitId": request.commit_id,
+            "decisions": list
+                .into_iter()
+                .map(|(call_id, kind)| json!({ "callId": call_id, "decision": kind }))
+                .collect::<Vec<_>>(),
+        })
+        .to_string(),
+        Err(e) => authority_refusal(&Refused::Engine(e)),
+    }
+}
+
+fn authority_refusal(r: &Refused) -> String {
+    match r {
+        Refused::Store(e) => store_refusal(e),
+        other => refusal(
+            other.status(),
+            WireError::new(other.code(), other.to_string()),
+        ),
+    }
 }
 
 /// A stored record, checked and rewritten as this release reads it, with what the handler
@@ -96,6 +114,7 @@ pub fn read_record(thread_id: &str, text: &str) -> String {
 /// never written), `tail` the text of the row at its `messageCount`, `row_after_tail` whether
 /// a row is stored after it. Answers `{"version", "record": text, "answer": text, "rows":
 /// [{seq, json}], "audit": [{seq, json}]}`, `answer` being the [`Committed`] body.
+#[allow(clippy::too_many_arguments)]
 pub fn plan_commit(
     thread_id: &str,
     record: Option<&str>,
@@ -104,6 +123,7 @@ pub fn plan_commit(
     body: &str,
     now_ms: f64,
     identity: &str,
+    holder: bool,
 ) -> String {
     let mut request: CommitRequest = match read_request(body, "commit") {
         Ok(r) => r,
@@ -117,9 +137,28 @@ pub fn plan_commit(
         None => ThreadRecord::new(thread_id, now_ms),
     };
     // An unreadable tail has no id: a rewrite cannot name it (as in memory.rs).
-    let tail_id = tail
-        .and_then(|t| serde_json::from_str::<Message>(t).ok())
-        .map(|m| m.id.to_string());
+    let tail = tail.and_then(|t| serde_json::from_str::<Message>(t).ok());
+    let tail_id = tail.as_ref().map(|m| m.id.to_string());
+    // The run's lease is its holder's: a request that names the owner without the lease's
+    // token is another writer, kept out while the lease is live.
+    if let Some(l) = current
+        .lease
+        .as_ref()
+        .filter(|l| l.owner == request.owner && !holder && l.until > now_ms)
+    {
+        return store_refusal(&StoreError::Owned {
+            owner: l.owner.clone(),
+        });
+    }
+    if let Err(e) = check_write(
+        &current,
+        tail.as_ref(),
+        &request.commit,
+        request.keep,
+        now_ms,
+    ) {
+        return authority_refusal(&e);
+    }
     stamp_identity(&current, &mut request.commit, identity);
     let writer = remote_writer(&request.owner, request.keep, now_ms);
     let stored = Stored {
@@ -138,6 +177,7 @@ pub fn plan_commit(
             let record_text = serde_json::to_string(&p.record).unwrap_or_default();
             let answer = serde_json::to_string(&Committed {
                 record: p.record.clone(),
+                lease_token: None,
             })
             .unwrap_or_default();
             json!({
@@ -150,6 +190,64 @@ pub fn plan_commit(
             .to_string()
         }
         Err(e) => store_refusal(&e),
+    }
+}
+
+/// Applies a decide body's decisions to the stored thread ([`decide`]), as `identity`, at the
+/// handler's clock. Answers as [`plan_commit`] does, the `answer` being `{"record", "tail"}`
+/// (the tail as written, its JSON text).
+#[allow(clippy::too_many_arguments)]
+pub fn plan_decide(
+    thread_id: &str,
+    record: Option<&str>,
+    tail: Option<&str>,
+    row_after_tail: bool,
+    body: &str,
+    now_ms: f64,
+    identity: &str,
+    machine: f64,
+) -> String {
+    let request: DecideRequest = match read_request(body, "decide") {
+        Ok(r) => r,
+        Err(refused) => return refused,
+    };
+    let current = match record {
+        Some(text) => match read_stored(thread_id, text) {
+            Ok(r) => r,
+            Err(e) => return store_refusal(&e),
+        },
+        None => ThreadRecord::new(thread_id, now_ms),
+    };
+    let tail = tail.and_then(|t| serde_json::from_str::<Message>(t).ok());
+    let tail_id = tail.as_ref().map(|m| m.id.to_string());
+    let stored = Stored {
+        record: &current,
+        tail_id: tail_id.as_deref(),
+        row_after_tail,
+    };
+    match decide(
+        stored,
+        tail.as_ref(),
+        &request,
+        identity,
+        now_ms,
+        machine as u64,
+    ) {
+        Ok(d) => {
+            let p = d.plan;
+            let record_text = serde_json::to_string(&p.record).unwrap_or_default();
+            let tail_text = d.tail.map(|m| m.to_json_string());
+            let answer = json!({ "record": p.record, "tail": tail_text }).to_string();
+            json!({
+                "version": p.record.version,
+                "record": record_text,
+                "answer": answer,
+                "rows": rows(&p.rows),
+                "audit": rows(&p.audit),
+            })
+            .to_string()
+        }
+        Err(e) => authority_refusal(&e),
     }
 }
 
@@ -172,11 +270,21 @@ pub fn lease_request(body: &str) -> String {
 /// Renews (to the handler's clock plus `LEASE_MS`) or releases `owner`'s lease on the stored
 /// record: `{"ok": true, "record": text}` to write, `{"ok": false}` when the lease is not
 /// `owner`'s (nothing to write). A thread never written has no lease.
-pub fn plan_lease(thread_id: &str, record: Option<&str>, body: &str, now_ms: f64) -> String {
+pub fn plan_lease(
+    thread_id: &str,
+    record: Option<&str>,
+    body: &str,
+    now_ms: f64,
+    holder: bool,
+) -> String {
     let request: LeaseRequest = match read_request(body, "lease") {
         Ok(r) => r,
         Err(refused) => return refused,
     };
+    // Only the holder of the lease's token renews or releases it.
+    if !holder {
+        return json!({ "ok": false }).to_string();
+    }
     let Some(text) = record else {
         return json!({ "ok": false }).to_string();
     };
@@ -266,30 +374,13 @@ mod tests {
             Some(&text),
             r#"{"owner":"a","op":"renew"}"#,
             0.0,
+            true,
         ));
         let e: WireError = serde_json::from_value(v["error"].clone()).unwrap();
         assert_eq!(e.into_store_error(), StoreError::Newer(99));
         let v = value(&read_record("t", "{}"));
         let e: WireError = serde_json::from_value(v["error"].clone()).unwrap();
         assert!(matches!(e.into_store_error(), StoreError::Corrupt(_)));
-    }
-
-    #[test]
-    fn only_a_policy_change_makes_a_decision_need_write() {
-        let commit = |policies: &str| {
-            format!(
-                r#"{{"commitId":"c","expectedVersion":1,"owner":"o","keep":false,
-                "commit":{{"run":null,"status":"idle","policies":{policies}}}}}"#
-            )
-        };
-        let stored = serde_json::to_string(&ThreadRecord::new("t", 0.0)).unwrap();
-        let write = |record: Option<&str>, body: &str| {
-            value(&decide_needs_write("t", record, body))["write"].as_bool()
-        };
-        assert_eq!(write(Some(&stored), &commit("{}")), Some(false));
-        let always = commit(r#"{"delete_file":{"autoApprove":true}}"#);
-        assert_eq!(write(Some(&stored), &always), Some(true));
-        assert_eq!(write(None, &always), Some(true));
     }
 
     #[test]
@@ -313,9 +404,21 @@ mod tests {
 
     #[test]
     fn a_lease_of_a_thread_never_written_is_not_the_owners() {
-        let v = value(&plan_lease("t", None, r#"{"owner":"a","op":"renew"}"#, 0.0));
+        let v = value(&plan_lease(
+            "t",
+            None,
+            r#"{"owner":"a","op":"renew"}"#,
+            0.0,
+            true,
+        ));
         assert_eq!(v, json!({"ok": false}));
-        let v = value(&plan_lease("t", None, r#"{"owner":"a","op":"steal"}"#, 0.0));
+        let v = value(&plan_lease(
+            "t",
+            None,
+            r#"{"owner":"a","op":"steal"}"#,
+            0.0,
+            true,
+        ));
         assert_eq!(v["status"], 400);
     }
 }

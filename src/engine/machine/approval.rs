@@ -191,6 +191,12 @@ impl Engine {
             return Ok(());
         };
         let Some(tool) = tool else {
+            // A thread shared with other devices (a remote thread, or the store handler's
+            // own engine): the device that runs the call checks the edit against its tool
+            // before running it (`advance_run`).
+            if self.config.tools_elsewhere {
+                return Ok(());
+            }
             return Err(invalid(format!(
                 "cannot edit \"{}\": this agent has no tool \"{}\" to check the inputs against",
                 e.call_id, e.name

@@ -172,6 +172,7 @@ impl Engine {
             .filter(|e| {
                 e.approval_state() != Some(ApprovalState::Approved)
                     || !run.approved_for(&e.call_id, &e.inputs)
+                    || !allowed_here(self.tools.get(&e.name), e)
             })
             .map(|e| e.call_id.clone())
             .collect();
@@ -274,6 +275,20 @@ impl Engine {
         self.append(msg);
         self.phase = Phase::NeedModel;
     }
+}
+
+/// Whether this device's tool allows the decision that approved `e`: one made where the tool
+/// is not defined (an approver's phone, the store handler) was not checked against its
+/// `allowedDecisions` or, for an edit, its schema. A call it does not allow is gated again.
+fn allowed_here(tool: Option<&ToolSpec>, e: &ToolEntry) -> bool {
+    let Some(t) = tool else {
+        return true;
+    };
+    if e.proposed_inputs.is_none() {
+        return t.allowed_decisions.allows(DecisionKind::Approve);
+    }
+    t.allowed_decisions.allows(DecisionKind::Edit)
+        && schema::validate(&t.schema, &Value::Object(e.inputs.clone())).is_ok()
 }
 
 /// Ends the open audit record of `e`'s call, if it has one, as `e` shows it now: the full

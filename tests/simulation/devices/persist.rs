@@ -26,6 +26,7 @@ impl DevSim {
             owner: me,
             keep,
             commit: commit.clone(),
+            lease_token: None,
         };
         let s = Sending {
             commit,

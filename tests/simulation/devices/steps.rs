@@ -155,6 +155,7 @@ impl DevSim {
                     owner: me,
                     op: LeaseOp::Release,
                     version: Some(version),
+                    lease_token: None,
                 },
                 self.wall(d) as f64,
             );
@@ -220,6 +221,7 @@ impl DevSim {
                 owner: me,
                 op: LeaseOp::Renew,
                 version: None,
+                lease_token: None,
             },
             self.wall(d) as f64,
         );

@@ -1,0 +1,336 @@
+// The server decides (docs/design.md, "Threat model"): each test plays one attacker against
+// the real handler and Postgres. Alice owns her threads; bob may only read and decide on
+// them ("bob/read", "bob/decide"); carol may write her own threads; mallory may do nothing;
+// anonymous requests carry no identity. Every refusal is a stable code, and writes nothing.
+
+import assert from "node:assert/strict";
+import http from "node:http";
+import { after, before, test } from "node:test";
+import { startStoreServer } from "../support/store-server.mjs";
+import { applyAll, client, fixture, stored, variant } from "./util.mjs";
+
+let s;
+before(async () => {
+  s = await startStoreServer({ maxRecordBytes: 64 * 1024, maxMessageBytes: 16 * 1024,
+    maxFeedsPerIdentity: 3 });
+});
+after(async () => {
+  await s?.close();
+});
+
+const run = fixture("approved-run.json");
+// run[0] the user's message, run[1] the model's gated call c1 (delete_file /tmp/a.txt),
+// run[2] the decision (POST /decide), run[3] the call's "started" mark, run[4] its result,
+// run[5] the answer.
+const [ask, gate, decision, start, result, answer] = run;
+
+/** A thread of alice's, at the gated call, on which bob may only read and decide. */
+async function gated(id) {
+  await applyAll(client(s, "alice"), id, [ask, gate]);
+  s.grants.set(id, ["bob/read", "bob/decide"]);
+  return id;
+}
+
+const audit = async (id) =>
+  (await client(s, "alice").rows(id, "audit", "?limit=100")).body.rows.map((r) => JSON.parse(r.json));
+
+test("a decide-only user cannot commit anything: rewriting a call, adding one, or a commit that appends nothing", async () => {
+  const id = await gated("alice:decide-only");
+  const bob = client(s, "bob");
+  const before = await stored(s.pool, id);
+  // The old way of deciding (a commit that only rewrites the tail), with the inputs changed.
+  const forged = structuredClone(start);
+  forged.commitId = "bob:1";
+  forged.expectedVersion = 2;
+  forged.commit.replaceTail = structuredClone(JSON.parse(JSON.stringify(gate.commit.append[0])));
+  forged.commit.replaceTail.tools[0].inputs = { path: "/etc" };
+  forged.commit.replaceTail.tools[0].approval = "approved";
+  for (const body of [forged, variant(ask, { commitId: "bob:2", expectedVersion: 2 }),
+    variant(answer, { commitId: "bob:3", expectedVersion: 2 })]) {
+    const r = await bob.commit(id, body);
+    assert.equal(r.status, 403, r.text);
+    assert.equal(r.body.error.code, "unauthorized");
+  }
+  assert.deepEqual(await stored(s.pool, id), before);
+});
+
+test("a decision is an intent: applied by the server, attributed to who authorize says", async () => {
+  const id = await gated("alice:intent");
+  const r = await client(s, "bob").decide(id, { commitId: "b1", decisions: { c1: "approve" } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.record.status, "awaiting_device");
+  assert.equal(JSON.parse(r.body.tail).tools[0].approval, "approved");
+  const [a] = await audit(id);
+  assert.equal(a.decision, "approved");
+  assert.equal(a.decidedBy, "bob");
+  // Alice's device runs it: the started mark, the result and the answer are legal writes.
+  const alice = client(s, "alice");
+  await applyAll(alice, id, [start, result, answer]);
+  const [done] = await audit(id);
+  assert.equal(done.outcome, "ok");
+  assert.equal(done.decidedBy, "bob");
+});
+
+test("an edit decision is recorded as edited; a body that is not decisions changes nothing", async () => {
+  const id = await gated("alice:edit");
+  const bob = client(s, "bob");
+  const before = await stored(s.pool, id);
+  for (const [body, code] of [
+    [{ commitId: "x1", decisions: { c1: "maybe" } }, "invalid_decision"],
+    [{ commitId: "x2", decisions: {} }, "invalid_decision"],
+    [{ commitId: "x3", decisions: { c1: "approve" }, commit: {} }, "invalid_request"],
+    [{ commitId: "x4", decisions: { nope: "approve" } }, "unknown_call_id"],
+    [{ commitId: "x5", decisions: { c1: "approve" }, resumeToken: "run_stale" }, "not_suspended"],
+  ]) {
+    const r = await bob.decide(id, body);
+    assert.equal(r.body?.error?.code, code, r.text);
+  }
+  assert.deepEqual((await stored(s.pool, id)).record, before.record);
+  const r = await bob.decide(id, { commitId: "b2", decisions: { c1: ["edit", { path: "/tmp/b" }] } });
+  assert.equal(r.status, 200, r.text);
+  const [a] = await audit(id);
+  assert.equal(a.decision, "edited");
+  assert.deepEqual(a.proposedInputs, { path: "/tmp/a.txt" });
+});
+
+test("decidedBy follows the person who last changed a decision", async () => {
+  // Partial decisions stay revisable while another call waits: a thread with two calls.
+  const two = structuredClone(gate);
+  const c2 = structuredClone(two.commit.append[0].tools[0]);
+  c2.callId = "c2";
+  two.commit.append[0].tools.push(c2);
+  two.commit.run.gated.push("c2");
+  two.commit.run.audit.push({ ...two.commit.run.audit[0], seq: 2, callId: "c2" });
+  two.commit.audit.push({ ...two.commit.audit[0], seq: 2, callId: "c2" });
+  await applyAll(client(s, "alice"), "alice:revise2", [ask, variant(two, {})]);
+  s.grants.set("alice:revise2", ["bob/decide", "carol/decide"]);
+  assert.equal((await client(s, "bob").decide("alice:revise2",
+    { commitId: "b", decisions: { c1: "approve" } })).status, 200);
+  assert.equal((await client(s, "carol").decide("alice:revise2",
+    { commitId: "c", decisions: { c1: ["reject", "no"] } })).status, 200);
+  const rec = (await stored(s.pool, "alice:revise2")).record;
+  assert.equal(rec.run.audit.find((a) => a.callId === "c1").decidedBy, "carol");
+});
+
+test("a writer cannot forge an approval, clear a started mark, or rewrite the audit trail", async () => {
+  // Carol writes her own thread, and lies.
+  const id = "carol:liar";
+  const carol = client(s, "carol");
+  await applyAll(carol, id, [ask, gate]);
+  const before = await stored(s.pool, id);
+  // An approval recorded in the journal by a commit.
+  const forged = structuredClone(start);
+  forged.commitId = "carol:f1";
+  forged.expectedVersion = 2;
+  let r = await carol.commit(id, forged);
+  assert.equal(r.status, 403, r.text);
+  assert.equal(r.body.error.code, "illegal_write");
+  // An audit record numbered 10^12 (the owner's audit page must keep working).
+  const inflate = structuredClone(forged);
+  inflate.commitId = "carol:f2";
+  inflate.commit.run = before.record.run;
+  inflate.commit.audit = [{ ...gate.commit.audit[0], seq: 1e12 }];
+  r = await carol.commit(id, inflate);
+  assert.equal(r.body.error.code, "illegal_write", r.text);
+  assert.deepEqual(await stored(s.pool, id), before);
+  assert.equal((await carol.rows(id, "audit", "?limit=10")).status, 200);
+
+  // Decided properly; the run starts; a liar clears the mark to make the call run again.
+  s.grants.set(id, ["bob/decide"]);
+  assert.equal((await client(s, "bob").decide(id, { commitId: "b", decisions: { c1: "approve" } })).status, 200);
+  await applyAll(carol, id, [start]);
+  const started = await stored(s.pool, id);
+  assert.equal(started.record.run.started, "c1");
+  const clear = structuredClone(start);
+  clear.commitId = "carol:f3";
+  clear.expectedVersion = started.version;
+  clear.commit.run = { ...started.record.run, started: undefined };
+  delete clear.commit.run.started;
+  r = await carol.commit(id, clear);
+  assert.equal(r.body.error.code, "illegal_write", r.text);
+  assert.equal((await stored(s.pool, id)).record.run.started, "c1");
+});
+
+test("a lease is its holder's: naming the owner, renewing or releasing it needs its secret", async () => {
+  const id = "carol:lease";
+  const carol = client(s, "carol");
+  const r0 = await carol.commit(id, ask);
+  assert.equal(r0.status, 200);
+  assert.equal(typeof r0.body.leaseToken, "string", "the holder gets the secret");
+  assert.ok(!JSON.stringify(r0.body.record).includes(r0.body.leaseToken));
+  const row = (await s.pool.query("SELECT record FROM gatehouse_threads WHERE id = $1", [id])).rows[0];
+  assert.ok(!row.record.includes(r0.body.leaseToken), "never in the record");
+  // Another writer (another device of carol's, or a script) names the live owner.
+  const other = client(s, "carol", {}, new Map()); // a device without the secret
+  const r = await other.commit(id, variant(gate, { commitId: "x:1" }));
+  assert.equal(r.status, 409, r.text);
+  assert.equal(r.body.error.code, "busy");
+  for (const op of ["renew", "release"]) {
+    const l = await other.lease(id, "w1", op);
+    assert.deepEqual(l.body, { ok: false }, op);
+  }
+  assert.ok((await stored(s.pool, id)).record.lease, "still held");
+  // The holder goes on, and lets go.
+  assert.equal((await carol.lease(id, "w1", "renew")).body.ok, true);
+  assert.equal((await carol.commit(id, gate)).status, 200);
+  assert.equal((await stored(s.pool, id)).record.lease, null);
+});
+
+test("a replayed commit id answers only its maker, for the same body", async () => {
+  const id = "carol:replay";
+  const carol = client(s, "carol");
+  await applyAll(carol, id, [ask]);
+  s.grants.set(id, ["bob/write"]);
+  // Bob may write too, but a captured commit id is not his to replay.
+  const r = await client(s, "bob").commit(id, ask);
+  assert.equal(r.status, 409, r.text);
+  assert.equal(r.body.error.code, "commit_id_reused");
+  assert.equal(r.body.record, undefined);
+  const changed = await carol.commit(id, variant(ask, { keep: false }));
+  assert.equal(changed.body.error.code, "commit_id_reused");
+  carol.tokens.clear(); // the retry is the very body first sent
+  const same = await carol.commit(id, ask);
+  assert.equal(same.status, 200, "the maker's retry gets its answer");
+});
+
+test("authorize runs first, never under a lock, and a throw is authorize_failed", async () => {
+  const gate_ = {};
+  const own = await startStoreServer({
+    postgres: s.postgres,
+    authorize: async (request, { threadId }) => {
+      const user = (request.headers.get("authorization") ?? "").slice(7);
+      if (user === "slow") await new Promise((r) => (gate_.release = r));
+      if (user === "boom") throw new Error("the identity provider is down");
+      if (user === "denied") throw Object.assign(new Error("expired token"), { status: 401 });
+      return user && threadId?.startsWith("alice:") ? "alice" : user || null;
+    },
+  });
+  try {
+    const id = "alice:slow-idp";
+    // A slow identity provider holds up only its own request, not the thread's writers.
+    const waiting = client(own, "slow").commit(id, variant(ask, { commitId: "slow:0" }));
+    await new Promise((r) => setTimeout(r, 50));
+    const fast = await client(own, "alice").commit(id, ask);
+    assert.equal(fast.status, 200, fast.text);
+    gate_.release();
+    // Authorized at last, it meets the thread as alice left it: her run's lease.
+    assert.equal((await waiting).body.error.code, "busy");
+    const boom = await client(own, "boom").commit(id, variant(gate, { commitId: "b" }));
+    assert.equal(boom.status, 500);
+    assert.equal(boom.body.error.code, "authorize_failed");
+    const denied = await client(own, "denied").commit(id, variant(gate, { commitId: "d" }));
+    assert.equal(denied.status, 403);
+    assert.equal(denied.body.error.code, "authorize_failed");
+    // The body is not read for a user who may not write: a huge one is refused as 403.
+    const anon = await client(own, null).commit(id, { junk: "x".repeat(4 * 1024 * 1024) });
+    assert.equal(anon.status, 403);
+  } finally {
+    await own.close();
+  }
+});
+
+test("feeds: the connection is authorized, capped per identity, and an idle long poll makes no queries", async () => {
+  const anon = await client(s, null).call("GET", "/changes?poll=1");
+  assert.equal(anon.status, 403);
+  assert.equal(anon.body.error.code, "unauthorized");
+  const sse = await fetch(`${s.url}/changes`);
+  assert.equal(sse.status, 403);
+  await sse.text();
+  // Three idle long polls of mallory's: the fourth is refused.
+  const ctl = new AbortController();
+  const first = await client(s, "mallory").call("GET", "/changes?poll=1");
+  const cursor = first.body.cursor;
+  const polls = [0, 1, 2].map(() => fetch(`${s.url}/changes?poll=1&since=${cursor}&wait=3000`,
+    { headers: { authorization: "Bearer mallory" }, signal: ctl.signal }).catch(() => null));
+  await new Promise((r) => setTimeout(r, 300));
+  const fourth = await client(s, "mallory").call("GET", `/changes?poll=1&since=${cursor}&wait=100`);
+  assert.equal(fourth.status, 429);
+  assert.equal(fourth.body.error.code, "too_many_feeds");
+  const from = s.queries.length;
+  await new Promise((r) => setTimeout(r, 2000));
+  const made = s.queries.slice(from).filter((q) => !/^(LISTEN|UNLISTEN)/.test(q));
+  assert.deepEqual(made, [], "idle polls made no queries in 2 s");
+  ctl.abort();
+  await Promise.all(polls);
+});
+
+test("a list reads no record the user may not read, and pages are capped", async () => {
+  await applyAll(client(s, "alice"), "alice:listed", [ask]);
+  const from = s.queries.length;
+  const r = await client(s, "mallory").list();
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.body.threads, []);
+  const read = s.queries.slice(from).filter((q) => /SELECT[^]*record/.test(q) && !/SELECT id FROM/.test(q));
+  assert.deepEqual(read, [], "no record was read");
+  const big = await client(s, "alice").rows("alice:listed", "messages", "?limit=4097");
+  assert.equal(big.status, 400);
+  assert.equal(big.body.error.code, "invalid_request");
+  // Listed records leave the MCP tool lists out.
+  const mine = (await client(s, "alice").list()).body.threads.find((t) => t.id === "alice:listed");
+  assert.ok(mine && !("mcpTools" in mine));
+});
+
+test("records and messages over the caps are 413 with the limit, and write nothing", async () => {
+  const id = "alice:caps";
+  const a = client(s, "alice");
+  await applyAll(a, id, [variant(ask, { keep: false })]);
+  const before = await stored(s.pool, id);
+  const big = structuredClone(ask);
+  big.commitId = "w1:big";
+  big.expectedVersion = 1;
+  big.keep = false;
+  big.commit.append[0].__id = "msg_999999999999999999";
+  big.commit.append[0].content[0].content = "x".repeat(20 * 1024);
+  const r = await a.commit(id, big);
+  assert.equal(r.status, 413, r.text);
+  assert.equal(r.body.error.code, "too_large");
+  assert.equal(r.body.error.limit, 16 * 1024);
+  assert.deepEqual(await stored(s.pool, id), before);
+});
+
+test("the web's rules: JSON only, no credentials with *, path-only routing, no dot segments", async () => {
+  const id = "alice:web";
+  for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
+    const r = await client(s, "alice").call("POST", `/threads/${encodeURIComponent(id)}/commit`,
+      JSON.stringify(ask), { "content-type": type });
+    assert.equal(r.status, 415, type);
+    assert.equal(r.body.error.code, "unsupported_media_type");
+  }
+  assert.equal((await stored(s.pool, id)).version, null);
+  const { createStoreHandler } = await import("../../pkg/server.js");
+  assert.throws(() => createStoreHandler({ pool: s.pool, authorize: () => "x",
+    cors: { origin: "*", credentials: true } }), { code: "invalid_config" });
+  // A Host header that looks like a path routes nothing; dot segments are refused.
+  const port = new URL(s.url).port;
+  const raw = (path, headers = {}) => new Promise((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port, path, method: "GET",
+      headers: { authorization: "Bearer alice", ...headers } }, (res) => {
+      let text = "";
+      res.on("data", (d) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode, text }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+  const hosted = await raw("/nothing", { host: `x/api/gatehouse/threads/alice%3Aweb?` });
+  assert.equal(hosted.status, 404, hosted.text);
+  for (const path of ["/api/gatehouse/threads/../threads", "/api/gatehouse/%2e%2e/api/gatehouse/threads",
+    "/api/gatehouse/threads/%2E/x"]) {
+    const r = await raw(path);
+    assert.equal(r.status, 400, path);
+  }
+  // An origin the handler does not list is refused before anything happens.
+  const listed = await startStoreServer({ postgres: s.postgres, cors: { origin: ["https://app.example"],
+    credentials: true } });
+  try {
+    const r = await client(listed, "alice").commit("alice:origin", ask,
+      { origin: "https://evil.example" });
+    assert.equal(r.status, 403);
+    assert.equal(r.body.error.code, "origin_refused");
+    assert.equal((await stored(s.pool, "alice:origin")).version, null);
+    const ok = await client(listed, "alice").commit("alice:origin", ask, { origin: "https://app.example" });
+    assert.equal(ok.status, 200, ok.text);
+  } finally {
+    await listed.close();
+  }
+});
