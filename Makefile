@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
 .PHONY: test setup setup-build setup-browser setup-postgres setup-model setup-runtimes test-runtimes test-server test-remote demo-remote test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
-	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate test-mcp test-local
+	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate simulate-hostile test-mcp test-local
 
 test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
 	test-node test-server test-runtimes test-remote test-browser-store test-browser test-demo test-package test-example test-local \
@@ -45,7 +45,7 @@ test-native:
 # browser APIs.
 check-core-pure:
 	@if grep -rnE 'wasm_bindgen|web_sys|js_sys|gloo|indexed_db' src/thread src/engine src/schema src/providers \
-	    src/event.rs src/store/ownership.rs src/store/record.rs src/store/memory.rs src/store/summary.rs src/store/page.rs src/store/wire.rs \
+	    src/event.rs src/store/ownership.rs src/store/record.rs src/store/memory.rs src/store/summary.rs src/store/page.rs src/store/wire.rs src/store/authority.rs \
 	    src/mcp/mod.rs src/mcp/listing.rs src/mcp/rpc.rs; then \
 	  echo "the pure core must not use wasm-bindgen, web-sys, js-sys, gloo or IndexedDB"; exit 1; \
 	else echo "core is pure: ok"; fi
@@ -191,6 +191,11 @@ SIM_SECONDS ?= 60
 simulate:
 	GATEHOUSE_SIM_SECONDS=$(SIM_SECONDS) cargo test --release --test simulation many_seeds -- \
 	  --ignored --nocapture
+
+# A hostile writer against the handler's rules (tests/hostile.rs, docs/design.md "Threat
+# model"): a million steps; cargo test runs 100,000.
+simulate-hostile:
+	HOSTILE_STEPS=1000000 cargo test --release --test hostile -- --nocapture
 
 fmt:
 	cargo fmt

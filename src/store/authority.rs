@@ -246,7 +246,7 @@ pub fn check_write(
     if let Some(j) = &commit.run {
         check_started(stored_run.filter(|_| same(j)), j, new_tail, keeps_lease)?;
     }
-    check_audit(record, commit)
+    check_audit(record, tail, commit)
 }
 
 fn entries(m: &Message) -> &[ToolEntry] {
@@ -519,7 +519,11 @@ fn check_started(
 /// The audit trail is the server's: a write may put the records of calls still open in the
 /// stored journal, and new ones numbered right after the stored count; never rewrite an ended
 /// record or skip numbers. Who decided is stamped by the handler, whatever the write says.
-fn check_audit(record: &ThreadRecord, commit: &Commit) -> Result<(), Refused> {
+fn check_audit(
+    record: &ThreadRecord,
+    tail: Option<&Message>,
+    commit: &Commit,
+) -> Result<(), Refused> {
     let open = record.run.as_ref().map_or(&[][..], |r| &r.audit[..]);
     let mut next_seq = record.audit_count + 1;
     let mut seqs: Vec<u64> = commit.audit.iter().map(|a| a.seq).collect();
@@ -527,6 +531,27 @@ fn check_audit(record: &ThreadRecord, commit: &Commit) -> Result<(), Refused> {
     seqs.dedup();
     if seqs.len() != commit.audit.len() {
         return Err(illegal("the commit writes an audit record twice"));
+    }
+    // A record names the call it is of: an open one keeps the call and the time it was asked
+    // for; a new one is of a call of the thread's tail.
+    let tail_calls: Vec<&str> = commit
+        .append
+        .iter()
+        .chain(commit.replace_tail.as_ref())
+        .chain(tail)
+        .flat_map(|m| entries(m).iter().map(|e| e.call_id.as_str()))
+        .collect();
+    for a in &commit.audit {
+        let same = match open.iter().find(|o| o.seq == a.seq) {
+            Some(o) => o.call_id == a.call_id && o.requested_at == a.requested_at,
+            None => tail_calls.contains(&a.call_id.as_str()),
+        };
+        if !same {
+            return Err(illegal(format!(
+                "the commit rewrites audit record {} as another call's",
+                a.seq
+            )));
+        }
     }
     for seq in seqs {
         if open.iter().any(|o| o.seq == seq) {

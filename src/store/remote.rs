@@ -21,7 +21,6 @@ use gloo_net::http::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 /// How often a commit without an answer is sent again, and the waits before each retry.
 const COMMIT_RETRIES_MS: [u64; 3] = [250, 1_000, 3_000];
@@ -38,7 +37,7 @@ pub struct RemoteStore {
     /// The secrets of the run leases this store's writers hold, by thread and owner: the
     /// handler gives one with a commit that takes a lease, and takes renewals, the release
     /// and the run's next writes only with it (docs/design.md, "Threat model").
-    tokens: RefCell<HashMap<(String, String), String>>,
+    tokens: Tokens,
     /// This device's copy of what it read and wrote, in IndexedDB: the thread stays readable
     /// while the handler cannot be reached (`None` where there is no IndexedDB).
     copy: Option<IndexedDbStore>,
@@ -54,7 +53,7 @@ impl RemoteStore {
             name,
             prefix: format!("{:x}", (js_sys::Math::random() * 2f64.powi(52)) as u64),
             next: Cell::new(0),
-            tokens: RefCell::new(HashMap::new()),
+            tokens: Tokens::default(),
             copy: None,
         }
     }
@@ -228,14 +227,14 @@ impl RemoteStore {
     ) -> Result<ThreadRecord, StoreError> {
         let n = self.next.get() + 1;
         self.next.set(n);
-        let key = (thread.to_owned(), writer.owner.clone());
+        let key = (thread, writer.owner.as_str());
         let request = CommitRequest {
             commit_id: format!("{}:{}:{n}", writer.owner, self.prefix),
             expected_version,
             owner: writer.owner.clone(),
             keep: writer.lease.is_some(),
             commit: commit.clone(),
-            lease_token: self.tokens.borrow().get(&key).cloned(),
+            lease_token: self.tokens.get(key),
         };
         let url = self.thread_url(thread, "/commit");
         let mut waits = COMMIT_RETRIES_MS.iter();
@@ -246,14 +245,7 @@ impl RemoteStore {
                     _ => return Err(StoreError::Unavailable(m)),
                 },
                 Ok(c) => {
-                    match c.lease_token {
-                        Some(token) => {
-                            self.tokens.borrow_mut().insert(key, token);
-                        }
-                        None => {
-                            self.tokens.borrow_mut().remove(&key);
-                        }
-                    }
+                    self.tokens.set(key, c.lease_token);
                     self.keep(&c.record, &rows_of(&c.record, commit), &[]).await;
                     return Ok(c.record);
                 }
@@ -287,16 +279,15 @@ impl RemoteStore {
         op: LeaseOp,
         version: Option<u64>,
     ) -> Result<bool, StoreError> {
-        let key = (thread.to_owned(), owner.to_owned());
         let body = LeaseRequest {
             owner: owner.to_owned(),
             op,
             version,
-            lease_token: self.tokens.borrow().get(&key).cloned(),
+            lease_token: self.tokens.get((thread, owner)),
         };
         let l: Leased = self.post(&self.thread_url(thread, "/lease"), &body).await?;
         if op == LeaseOp::Release && l.ok {
-            self.tokens.borrow_mut().remove(&key);
+            self.tokens.set((thread, owner), None);
         }
         Ok(l.ok)
     }
@@ -432,6 +423,27 @@ impl RemoteStore {
             true => fetch::BodyReader::new(&resp),
             false => None,
         })
+    }
+}
+
+/// The lease secrets a store's writers hold: (thread, owner, secret). A few at most (one per
+/// run under way), so a list.
+#[derive(Default)]
+struct Tokens(RefCell<Vec<(String, String, String)>>);
+
+impl Tokens {
+    fn get(&self, (thread, owner): (&str, &str)) -> Option<String> {
+        let list = self.0.borrow();
+        let found = list.iter().find(|(t, o, _)| t == thread && o == owner);
+        found.map(|(_, _, secret)| secret.clone())
+    }
+
+    fn set(&self, (thread, owner): (&str, &str), secret: Option<String>) {
+        let mut list = self.0.borrow_mut();
+        list.retain(|(t, o, _)| !(t == thread && o == owner));
+        if let Some(secret) = secret {
+            list.push((thread.to_owned(), owner.to_owned(), secret));
+        }
     }
 }
 
