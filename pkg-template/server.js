@@ -686,9 +686,8 @@ async function commit(ctx, request, id) {
   requireJson(request);
   const who = await identityOf(ctx, request, id, "write");
   const body = await readBody(request, ctx.maxBodyBytes);
-  const { commitId } = answerOf(core.commitAction(body));
+  const { commitId, owner, leaseToken } = answerOf(core.commitAction(body));
   checkCommitId(commitId);
-  const request_ = JSON.parse(body);
   const digest = await digestOf(body);
   const at = clock(ctx, request);
   const answer = await writing(ctx, async (c) => {
@@ -697,12 +696,10 @@ async function commit(ctx, request, id) {
     if (seen !== null) {
       answerOf(seen); // a remembered refusal throws
       // The answer the maker lost: its lease's secret again, if the lease is still its own.
-      const rec = recordOf(id, stored);
-      const lease = rec && JSON.parse(rec.record).lease;
-      const mine = lease && lease.owner === request_.owner && token !== null;
+      const mine = token !== null && recordOf(id, stored)?.leaseOwner === owner;
       return { value: withToken(seen, mine ? token : null), write: false };
     }
-    const holder = token !== null && sameSecret(request_.leaseToken, token);
+    const holder = token !== null && sameSecret(leaseToken, token);
     const rec = recordOf(id, stored);
     const { tail, after } = await tailOf(c, id, rec);
     const planned = core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body, at, who,
@@ -723,8 +720,7 @@ async function commit(ctx, request, id) {
     checkSizes(ctx, plan);
     // The lease's secret: kept by its holder, new for a writer that takes the lease, none
     // once it is let go.
-    const leased = JSON.parse(plan.record).lease;
-    const next = leased ? (holder ? token : newSecret()) : null;
+    const next = plan.leased ? (holder ? token : newSecret()) : null;
     await writePlan(c, id, plan, next);
     await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer, who, digest)
       VALUES ($1, $2, $3, $4, $5)`, [id, commitId, plan.answer, who, digest]);
@@ -791,8 +787,7 @@ async function decide(ctx, request, id) {
       return { value: e, write: true };
     }
     checkSizes(ctx, plan);
-    const leased = JSON.parse(plan.record).lease;
-    await writePlan(c, id, plan, leased ? token : null);
+    await writePlan(c, id, plan, plan.leased ? token : null);
     await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer, who, digest)
       VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, plan.answer, who, digest]);
     await announce(ctx, c, id, plan.version);
@@ -832,12 +827,11 @@ async function lease(ctx, request, id) {
       FOR UPDATE`, [id]);
     const token = r.rows[0]?.lease_token ?? null;
     // Only the holder of the lease's secret renews or releases it.
-    const holder = token !== null && sameSecret(JSON.parse(body).leaseToken, token);
+    const holder = token !== null && sameSecret(asked.leaseToken, token);
     const plan = answerOf(core.planLease(id, r.rows[0]?.record ?? undefined, body, at, holder));
     if (!plan.ok) return { value: '{"ok":false}', write: false };
-    const keeps = JSON.parse(plan.record).lease !== null;
     await c.query(`UPDATE gatehouse_threads SET record = $2, lease_token = $3, updated_at = now()
-      WHERE id = $1`, [id, plan.record, keeps ? token : null]);
+      WHERE id = $1`, [id, plan.record, plan.leased ? token : null]);
     // A release frees the thread for another device: tell them (the version is unchanged).
     if (asked.op === "release") await announce(ctx, c, id, plan.version);
     return { value: '{"ok":true}', write: true };

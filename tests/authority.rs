@@ -450,3 +450,48 @@ fn a_late_result_after_a_regate_is_a_legal_write() {
     assert!(run.has_result("c1"));
     assert!(run.started.is_none());
 }
+
+/// What the checks cost: `check_write` against planning the same commit (the handler does
+/// both), per commit of an approved run, natively in release
+/// (`cargo test --release --test authority -- --ignored --nocapture`). Prints, asserts nothing.
+#[test]
+#[ignore]
+fn the_cost_of_the_checks() {
+    use std::time::Instant;
+    let h = Handler::new("auth-cost");
+    let mut device = Harness::new(standard_tools());
+    device.one_gated_call("c1", "/tmp/a.txt", "delete /tmp/a.txt");
+    let commits = device.store.commits.clone();
+    let before = h.snap();
+    let n = 20_000;
+    let (mut check, mut plan) = (0.0, 0.0);
+    for c in &commits {
+        let s = h.snap();
+        let tail_id = s.tail.as_ref().map(|m| m.id.to_string());
+        let t = Instant::now();
+        for _ in 0..n {
+            check_write(&s.record, s.tail.as_ref(), c, true, h.now).unwrap();
+        }
+        check += t.elapsed().as_secs_f64();
+        let stored = StoredRef {
+            record: &s.record,
+            tail_id: tail_id.as_deref(),
+            row_after_tail: false,
+        };
+        let writer = remote_writer("w1", true, h.now);
+        let t = Instant::now();
+        for _ in 0..n {
+            gatehouse_agent::store::plan_commit(stored, s.record.version, c, &writer, h.now)
+                .unwrap();
+        }
+        plan += t.elapsed().as_secs_f64();
+        h.write(c, true, "alice").unwrap();
+    }
+    let per = |secs: f64| secs * 1e6 / (n as f64 * commits.len() as f64);
+    println!(
+        "check_write {:.2} µs, plan_commit {:.2} µs per commit (from version {})",
+        per(check),
+        per(plan),
+        before.record.version
+    );
+}

@@ -59,7 +59,13 @@ fn read_stored(thread_id: &str, text: &str) -> Result<ThreadRecord, StoreError> 
 /// always a `write`: a decision is sent as one ([`plan_decide`]).
 pub fn commit_action(body: &str) -> String {
     match read_request::<CommitRequest>(body, "commit") {
-        Ok(r) => json!({ "action": action_of(&r.commit), "commitId": r.commit_id }).to_string(),
+        Ok(r) => json!({
+            "action": action_of(&r.commit),
+            "commitId": r.commit_id,
+            "owner": r.owner,
+            "leaseToken": r.lease_token,
+        })
+        .to_string(),
         Err(refused) => refused,
     }
 }
@@ -103,6 +109,7 @@ pub fn read_record(thread_id: &str, text: &str) -> String {
             "version": r.version,
             "messageCount": r.message_count,
             "auditCount": r.audit_count,
+            "leaseOwner": r.lease.as_ref().map(|l| l.owner.clone()),
         })
         .to_string(),
         Err(e) => store_refusal(&e),
@@ -183,6 +190,7 @@ pub fn plan_commit(
             json!({
                 "version": p.record.version,
                 "record": record_text,
+                "leased": p.record.lease.is_some(),
                 "answer": answer,
                 "rows": rows(&p.rows),
                 "audit": rows(&p.audit),
@@ -241,6 +249,7 @@ pub fn plan_decide(
             json!({
                 "version": p.record.version,
                 "record": record_text,
+                "leased": p.record.lease.is_some(),
                 "answer": answer,
                 "rows": rows(&p.rows),
                 "audit": rows(&p.audit),
@@ -300,6 +309,7 @@ pub fn plan_lease(
         Some(r) => json!({
             "ok": true,
             "version": r.version,
+            "leased": r.lease.is_some(),
             "record": serde_json::to_string(&r).unwrap_or_default(),
         })
         .to_string(),
