@@ -60,12 +60,15 @@ const MIGRATIONS = [
        pruned bigint NOT NULL)`,
     `INSERT INTO gatehouse_change_counter (id, seq, pruned) VALUES (1, 0, 0)`,
   ],
-  // The server decides (docs/design.md, "Threat model"): the run lease's secret, beside the
-  // record and never in it; who made each commit, and a digest of its body, so that a
-  // replayed commit id answers only its maker, for the same body.
+  // The server decides (docs/design.md, "Threat model"): the run lease's secret and the
+  // identity that holds it, beside the record and never in it; who made each commit, and a
+  // digest of its body, so that a replayed commit id answers only its maker, for the same
+  // body; and the version an applied commit left instead of its answer (the record), so that
+  // the log grows by a few bytes a commit, not by the record.
   [
-    `ALTER TABLE gatehouse_threads ADD COLUMN lease_token text`,
-    `ALTER TABLE gatehouse_commits ADD COLUMN who text, ADD COLUMN digest text`,
+    `ALTER TABLE gatehouse_threads ADD COLUMN lease_token text, ADD COLUMN lease_who text`,
+    `ALTER TABLE gatehouse_commits ADD COLUMN who text, ADD COLUMN digest text,
+       ADD COLUMN version bigint, ALTER COLUMN answer DROP NOT NULL`,
   ],
 ];
 /** The schema version this release writes. */
@@ -563,9 +566,10 @@ async function rows(ctx, request, id, kind, before, limit) {
 async function lockThread(c, id) {
   await c.query(`INSERT INTO gatehouse_threads (id, version, record) VALUES ($1, 0, NULL)
     ON CONFLICT (id) DO NOTHING`, [id]);
-  const r = await c.query(`SELECT record, lease_token FROM gatehouse_threads WHERE id = $1
-    FOR UPDATE`, [id]);
-  return { record: r.rows[0]?.record ?? null, token: r.rows[0]?.lease_token ?? null };
+  const r = await c.query(`SELECT record, lease_token, lease_who FROM gatehouse_threads
+    WHERE id = $1 FOR UPDATE`, [id]);
+  const row = r.rows[0];
+  return { record: row?.record ?? null, token: row?.lease_token ?? null, holder: row?.lease_who ?? null };
 }
 
 /** The record's tail and whether a row follows it, read under the thread's lock. */
@@ -599,12 +603,15 @@ function newSecret() {
 
 /**
  * The commit log: a commit id already seen on this thread. Its maker, with the same body,
- * gets the answer it was given (a refusal again, or the record as the thread stands while it
- * is still at that commit's version); anyone else, or another body under the same id, is
- * refused, learning nothing.
+ * gets the answer it was given: a refusal again, or, for an applied commit, the record as the
+ * thread stands while it is still at the version that commit left (the log keeps the version,
+ * not the record). Once the thread has moved on, the applied commit is answered `conflict`: the
+ * client reloads, and finds it there. Anyone else, or another body under the same id, is
+ * refused, learning nothing. `{ answer }` (a refusal, or an answer logged before schema 2) or
+ * `{ version }`, or null for a new commit id.
  */
 async function replayed(c, id, commitId, who, digest) {
-  const done = await c.query(`SELECT answer, who, digest FROM gatehouse_commits
+  const done = await c.query(`SELECT answer, who, digest, version FROM gatehouse_commits
     WHERE thread = $1 AND commit_id = $2`, [id, commitId]);
   if (!done.rows.length) return null;
   const row = done.rows[0];
@@ -613,7 +620,21 @@ async function replayed(c, id, commitId, who, digest) {
     throw new Refusal(409, "commit_id_reused",
       "this commit id was used for another request; send a new commit with a new id");
   }
-  return row.answer;
+  if (row.answer !== null) {
+    answerOf(row.answer); // a remembered refusal throws
+    return { answer: row.answer };
+  }
+  return { version: Number(row.version) };
+}
+
+/** The record as the thread stands, for a replay of the applied commit that left `version`. */
+function replayedRecord(id, stored, version) {
+  const rec = recordOf(id, stored);
+  if (!rec || rec.version !== version) {
+    throw new Refusal(409, "conflict", "this commit was applied; the thread has changed since. " +
+      "Nothing more was written: reload the thread", { expected: version, found: rec?.version ?? 0 });
+  }
+  return rec;
 }
 
 /** Refuses a planned write whose record or messages exceed the handler's caps (413). */
@@ -630,10 +651,14 @@ function checkSizes(ctx, plan) {
   }
 }
 
-/** Writes a plan's record and rows (messages, and audit records the server numbered). */
-async function writePlan(c, id, plan, token) {
+/**
+ * Writes a plan's record, the lease's secret and its holder, and the rows (messages, and audit
+ * records the server numbered).
+ */
+async function writePlan(c, id, plan, token, holder) {
   await c.query(`UPDATE gatehouse_threads SET version = $2, record = $3, lease_token = $4,
-    updated_at = now() WHERE id = $1`, [id, plan.version, plan.record, token]);
+    lease_who = $5, updated_at = now() WHERE id = $1`,
+  [id, plan.version, plan.record, token, token === null ? null : holder]);
   for (const [table, list] of [["gatehouse_messages", plan.rows], ["gatehouse_audit", plan.audit]]) {
     if (list.length === 0) continue;
     await c.query(`INSERT INTO ${table} (thread, seq, json)
@@ -691,15 +716,16 @@ async function commit(ctx, request, id) {
   const digest = await digestOf(body);
   const at = clock(ctx, request);
   const answer = await writing(ctx, async (c) => {
-    const { record: stored, token } = await lockThread(c, id);
+    const { record: stored, token, holder: leaseWho } = await lockThread(c, id);
     const seen = await replayed(c, id, commitId, who, digest);
     if (seen !== null) {
-      answerOf(seen); // a remembered refusal throws
       // The answer the maker lost: its lease's secret again, if the lease is still its own.
-      const mine = token !== null && recordOf(id, stored)?.leaseOwner === owner;
-      return { value: withToken(seen, mine ? token : null), write: false };
+      const mine = token !== null && leaseWho === who && recordOf(id, stored)?.leaseOwner === owner;
+      const text = seen.answer ?? `{"record":${replayedRecord(id, stored, seen.version).record}}`;
+      return { value: withToken(text, mine ? token : null), write: false };
     }
-    const holder = token !== null && sameSecret(leaseToken, token);
+    // The lease is its holder's: the secret it was given, and the identity it was given to.
+    const holder = token !== null && leaseWho === who && sameSecret(leaseToken, token);
     const rec = recordOf(id, stored);
     const { tail, after } = await tailOf(c, id, rec);
     const planned = core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body, at, who,
@@ -721,9 +747,9 @@ async function commit(ctx, request, id) {
     // The lease's secret: kept by its holder, new for a writer that takes the lease, none
     // once it is let go.
     const next = plan.leased ? (holder ? token : newSecret()) : null;
-    await writePlan(c, id, plan, next);
-    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer, who, digest)
-      VALUES ($1, $2, $3, $4, $5)`, [id, commitId, plan.answer, who, digest]);
+    await writePlan(c, id, plan, next, who);
+    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
+      VALUES ($1, $2, $3, $4, $5)`, [id, commitId, who, digest, plan.version]);
     await announce(ctx, c, id, plan.version);
     return { value: withToken(plan.answer, next), write: true };
   });
@@ -762,11 +788,13 @@ async function decide(ctx, request, id) {
   const digest = await digestOf(body);
   const at = clock(ctx, request);
   const answer = await writing(ctx, async (c) => {
-    const { record: stored, token } = await lockThread(c, id);
+    const { record: stored, token, holder: leaseWho } = await lockThread(c, id);
     const seen = await replayed(c, id, intent.commitId, who, digest);
     if (seen !== null) {
-      answerOf(seen);
-      return { value: seen, write: false };
+      if (seen.answer) return { value: seen.answer, write: false };
+      const rec = replayedRecord(id, stored, seen.version);
+      const { tail } = await tailOf(c, id, rec);
+      return { value: `{"record":${rec.record},"tail":${JSON.stringify(tail)}}`, write: false };
     }
     const rec = recordOf(id, stored);
     const { tail, after } = await tailOf(c, id, rec);
@@ -787,9 +815,9 @@ async function decide(ctx, request, id) {
       return { value: e, write: true };
     }
     checkSizes(ctx, plan);
-    await writePlan(c, id, plan, plan.leased ? token : null);
-    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer, who, digest)
-      VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, plan.answer, who, digest]);
+    await writePlan(c, id, plan, plan.leased ? token : null, leaseWho);
+    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
+      VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, who, digest, plan.version]);
     await announce(ctx, c, id, plan.version);
     return { value: plan.answer, write: true };
   });
@@ -818,16 +846,17 @@ function toolsOf(tailText) {
 
 async function lease(ctx, request, id) {
   requireJson(request);
-  await identityOf(ctx, request, id, "write");
+  const who = await identityOf(ctx, request, id, "write");
   const body = await readBody(request, ctx.maxBodyBytes);
   const asked = answerOf(core.leaseRequest(body));
   const at = clock(ctx, request);
   return writing(ctx, async (c) => {
-    const r = await c.query(`SELECT record, lease_token FROM gatehouse_threads WHERE id = $1
-      FOR UPDATE`, [id]);
+    const r = await c.query(`SELECT record, lease_token, lease_who FROM gatehouse_threads
+      WHERE id = $1 FOR UPDATE`, [id]);
     const token = r.rows[0]?.lease_token ?? null;
-    // Only the holder of the lease's secret renews or releases it.
-    const holder = token !== null && sameSecret(asked.leaseToken, token);
+    // Only the holder of the lease's secret, signed in as who took it, renews or releases it.
+    const holder = token !== null && r.rows[0].lease_who === who &&
+      sameSecret(asked.leaseToken, token);
     const plan = answerOf(core.planLease(id, r.rows[0]?.record ?? undefined, body, at, holder));
     if (!plan.ok) return { value: '{"ok":false}', write: false };
     await c.query(`UPDATE gatehouse_threads SET record = $2, lease_token = $3, updated_at = now()

@@ -170,6 +170,12 @@ test("a lease is its holder's: naming the owner, renewing or releasing it needs 
     assert.deepEqual(l.body, { ok: false }, op);
   }
   assert.ok((await stored(s.pool, id)).record.lease, "still held");
+  // A leaked secret is no use to another identity: the lease is bound to who took it.
+  s.grants.set(id, ["bob/write"]);
+  const thief = client(s, "bob", {}, new Map([[`${id}\nw1`, r0.body.leaseToken]]));
+  const stolen = await thief.commit(id, variant(gate, { commitId: "bob:1" }));
+  assert.equal(stolen.body.error.code, "busy", stolen.text);
+  assert.deepEqual((await thief.lease(id, "w1", "release")).body, { ok: false });
   // The holder goes on, and lets go.
   assert.equal((await carol.lease(id, "w1", "renew")).body.ok, true);
   assert.equal((await carol.commit(id, gate)).status, 200);
@@ -286,6 +292,33 @@ test("records and messages over the caps are 413 with the limit, and write nothi
   assert.equal(r.body.error.code, "too_large");
   assert.equal(r.body.error.limit, 16 * 1024);
   assert.deepEqual(await stored(s.pool, id), before);
+});
+
+test("the commit log keeps no copy of the record: 30 small commits on a large thread add bytes, not records", async () => {
+  const id = "alice:log";
+  const a = client(s, "alice");
+  const big = structuredClone(ask);
+  big.keep = false;
+  big.commit.policies = Object.fromEntries(Array.from({ length: 400 }, (_, i) =>
+    [`tool_${i}_${"x".repeat(60)}`, { enabled: true }]));
+  assert.equal((await a.commit(id, big)).status, 200);
+  let version = 1;
+  for (let i = 0; i < 30; i++) {
+    const small = structuredClone(big);
+    small.commitId = `w1:log${i}`;
+    small.expectedVersion = version;
+    small.commit.append[0].__id = `msg_${400000000000000000 + i}`;
+    const r = await a.commit(id, small);
+    assert.equal(r.status, 200, r.text);
+    version = r.body.record.version;
+  }
+  const record = (await s.pool.query("SELECT length(record) AS n FROM gatehouse_threads WHERE id = $1",
+    [id])).rows[0].n;
+  const log = (await s.pool.query(`SELECT coalesce(sum(length(coalesce(answer, ''))), 0) AS n,
+    count(*) AS c FROM gatehouse_commits WHERE thread = $1`, [id])).rows[0];
+  assert.ok(record > 30_000, `the record is large (${record} B)`);
+  assert.equal(Number(log.c), 31);
+  assert.equal(Number(log.n), 0, "no answer (record) is logged for an applied commit");
 });
 
 test("the web's rules: JSON only, no credentials with *, path-only routing, no dot segments", async () => {

@@ -82,11 +82,13 @@ test("a commit retried with its id is answered as it was, and applied once", asy
   assert.equal(again.status, 200, "never a false conflict");
   assert.equal(again.text, first.text);
   await applyAll(a, "alice:retry", run.slice(1, 3));
-  // Long after, the first answer still stands (the record has moved on); the lease's secret
-  // is not given again once the lease is gone.
+  // Long after, the thread has moved on: the log kept the version it left, not its record,
+  // so the commit is answered `conflict` (the client reloads and finds it), and not applied
+  // again.
   const late = await a.commit("alice:retry", run[0]);
-  assert.deepEqual(late.body.record, first.body.record);
-  assert.equal(late.body.leaseToken, undefined);
+  assert.equal(late.status, 409, late.text);
+  assert.equal(late.body.error.code, "conflict");
+  assert.deepEqual([late.body.error.expected, late.body.error.found], [1, 3]);
   const db = await stored(s.pool, "alice:retry");
   assert.equal(db.version, 3);
   assert.equal(db.messages.length, 2);
