@@ -582,8 +582,13 @@ async function tailOf(c, id, rec) {
   return { tail: t.rows[0].tail, after: t.rows[0].after };
 }
 
+// Node's own hash where there is one (synchronous, no trip through Web Crypto's thread pool);
+// Web Crypto elsewhere (Deno, Bun, Workers).
+const nodeCrypto = globalThis.process?.getBuiltinModule?.("node:crypto") ?? null;
+
 /** A SHA-256 of the body, hex: a replayed commit id is answered only for the same body. */
 async function digestOf(body) {
+  if (nodeCrypto) return nodeCrypto.createHash("sha256").update(body).digest("hex");
   const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body));
   return Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -637,14 +642,24 @@ function replayedRecord(id, stored, version) {
   return rec;
 }
 
+/**
+ * Whether `text` takes more than `max` bytes as UTF-8, encoding it only when its length cannot
+ * tell (a UTF-16 unit is 1 to 3 bytes).
+ */
+function overBytes(text, max) {
+  if (text.length * 3 <= max) return false;
+  if (text.length > max) return true;
+  return utf8Length(text) > max;
+}
+
 /** Refuses a planned write whose record or messages exceed the handler's caps (413). */
 function checkSizes(ctx, plan) {
-  if (utf8Length(plan.record) > ctx.maxRecordBytes) {
+  if (overBytes(plan.record, ctx.maxRecordBytes)) {
     throw new Refusal(413, "too_large",
       `the thread record would exceed ${ctx.maxRecordBytes} bytes`, { limit: ctx.maxRecordBytes });
   }
   for (const r of plan.rows) {
-    if (utf8Length(r.json) > ctx.maxMessageBytes) {
+    if (overBytes(r.json, ctx.maxMessageBytes)) {
       throw new Refusal(413, "too_large",
         `a message exceeds ${ctx.maxMessageBytes} bytes`, { limit: ctx.maxMessageBytes });
     }

@@ -94,6 +94,15 @@ export function storeFlow(name, target, { noticeMs = 3000 } = {}) {
   const alice = (...a) => client(target.url, "alice")(...a);
   const bob = (...a) => client(target.url, "bob")(...a);
   const nobody = (...a) => client(target.url, null)(...a);
+  // A run's writes carry its lease's secret, as the browser's do: alice's device keeps the
+  // one each answer gives, by thread.
+  const secrets = new Map();
+  const aliceCommit = async (thread, body) => {
+    const t = secrets.get(thread);
+    const r = await alice("POST", `/threads/${enc(thread)}/commit`, t ? { ...body, leaseToken: t } : body);
+    if (r.status === 200) secrets.set(thread, r.body.leaseToken);
+    return r;
+  };
   let stream;
 
   test(`${name}: a request authorize refuses is 403 unauthorized, and writes nothing`, async () => {
@@ -117,6 +126,7 @@ export function storeFlow(name, target, { noticeMs = 3000 } = {}) {
     const first = await alice("POST", `/threads/${enc(id)}/commit`, run[0]);
     assert.equal(first.status, 200, first.text);
     assert.equal(first.body.record.version, 1);
+    secrets.set(id, first.body.leaseToken);
     const again = await alice("POST", `/threads/${enc(id)}/commit`, run[0]);
     assert.equal(again.status, 200, again.text);
     assert.equal(again.text, first.text, "the retry gets the first answer");
@@ -129,19 +139,15 @@ export function storeFlow(name, target, { noticeMs = 3000 } = {}) {
   });
 
   test(`${name}: the approver's decision is stored with the identity authorize returned`, async () => {
-    const call = await alice("POST", `/threads/${enc(id)}/commit`, run[1]);
+    const call = await aliceCommit(id, run[1]);
     assert.equal(call.status, 200, call.text);
     assert.equal(call.body.record.status, "awaiting_approval");
     // A decision is an intent, applied by the handler (docs/design.md, "Threat model").
     const decided = await bob("POST", `/threads/${enc(id)}/decide`, run[2]);
     assert.equal(decided.status, 200, decided.text);
-    // The run's writes carry its lease's secret, as the browser's do.
-    let leaseToken;
     for (const body of run.slice(3)) {
-      const r = await alice("POST", `/threads/${enc(id)}/commit`,
-        leaseToken ? { ...body, leaseToken } : body);
+      const r = await aliceCommit(id, body);
       assert.equal(r.status, 200, r.text);
-      leaseToken = r.body.leaseToken;
     }
     const audit = await bob("GET", `/threads/${enc(id)}/audit`);
     assert.equal(audit.status, 200, audit.text);
