@@ -221,12 +221,9 @@ pub fn check_write(
         .last()
         .or(commit.replace_tail.as_ref())
         .or(tail);
-    if let Some(replaced) = &commit.replace_tail {
-        let Some(before) = tail else {
-            return Err(illegal(
-                "the commit rewrites a tail the thread does not have",
-            ));
-        };
+    // A rewrite of a tail the thread does not have (or that cannot be read) names no stored
+    // tail: the commit rule refuses it (`conflict`).
+    if let (Some(replaced), Some(before)) = (&commit.replace_tail, tail) {
         check_tail_rewrite(before, replaced, commit, stored_run, now_ms)?;
     }
     // The journal the commit leaves: the same as the stored one (it names the same message),
@@ -239,7 +236,7 @@ pub fn check_write(
                 check_journal_ended(s, commit)?;
             }
             if let Some(j) = j {
-                check_new_journal(j, commit)?;
+                check_new_journal(j, commit, new_tail)?;
             }
         }
     }
@@ -448,15 +445,21 @@ fn check_journal_ended(stored: &RunJournal, commit: &Commit) -> Result<(), Refus
     Ok(())
 }
 
-/// A journal for a tool call the commit appends: nothing in it is approved yet.
-fn check_new_journal(next: &RunJournal, commit: &Commit) -> Result<(), Refused> {
-    let Some(message) = commit.append.iter().find(|m| m.id == next.call_message_id) else {
+/// A journal for the tail after the commit (a tool call it appends, or, for a record written
+/// before journals were kept, the stored one): nothing in it is approved yet.
+fn check_new_journal(
+    next: &RunJournal,
+    commit: &Commit,
+    new_tail: Option<&Message>,
+) -> Result<(), Refused> {
+    let Some(message) = new_tail.filter(|m| m.id == next.call_message_id) else {
         return Err(illegal(
-            "the commit's run journal names a message it does not append",
+            "the commit's run journal names a message that is not the tail",
         ));
     };
+    let appended = commit.append.iter().any(|m| m.id == next.call_message_id);
     check_approvals(None, next)?;
-    for e in entries(message) {
+    for e in entries(message).iter().filter(|_| appended) {
         if e.approval_state() == Some(ApprovalState::Approved) {
             return Err(illegal(format!(
                 "the commit appends call {:?} already approved",

@@ -233,18 +233,26 @@ pub async fn the_record_counts_the_tails_pending_approvals_and_keeps_the_status<
         "",
         vec![gated, ToolEntry::new("c2", "x"), also],
     );
+    let mut journal = RunJournal::new(call.id.clone());
+    journal.gate("c1");
+    journal.gate("c3");
     let mut c = append(vec![msg(1, "go"), call.clone()]);
+    c.run = Some(journal.clone());
     c.status = ThreadStatus::AwaitingApproval;
     let r = s.commit("a", 0, &c, &w(), 1.0).await.unwrap();
     assert_eq!(r.pending_approvals, 2);
     assert_eq!(r.status(), ThreadStatus::AwaitingApproval);
+    // A call stops waiting as an engine writes it without a person: its late result arrived
+    // (a checked store refuses an approval a write makes up).
     let mut decided = call;
     decided.tool_calls_mut().unwrap()[0]
         .approval
         .as_mut()
         .unwrap()
         .state = ApprovalState::Approved;
+    journal.record("c1", "done".into());
     let mut c = rewrite(decided.clone());
+    c.run = Some(journal.clone());
     c.status = ThreadStatus::AwaitingApproval;
     assert_eq!(
         s.commit("a", 1, &c, &w(), 2.0)
@@ -255,6 +263,7 @@ pub async fn the_record_counts_the_tails_pending_approvals_and_keeps_the_status<
     );
     // A commit that writes no message keeps the count, and stores its own status.
     let mut c = append(vec![]);
+    c.run = Some(journal.clone());
     c.status = ThreadStatus::Interrupted;
     let r = s.commit("a", 2, &c, &w(), 3.0).await.unwrap();
     assert_eq!((r.pending_approvals, r.message_count), (1, 2));
@@ -265,11 +274,11 @@ pub async fn the_record_counts_the_tails_pending_approvals_and_keeps_the_status<
         .approval
         .as_mut()
         .unwrap()
-        .state = ApprovalState::Rejected;
-    let r = s
-        .commit("a", 3, &rewrite(decided), &w(), 4.0)
-        .await
-        .unwrap();
+        .state = ApprovalState::Approved;
+    journal.record("c3", "done".into());
+    let mut c = rewrite(decided);
+    c.run = Some(journal);
+    let r = s.commit("a", 3, &c, &w(), 4.0).await.unwrap();
     assert_eq!((r.pending_approvals, r.status()), (0, ThreadStatus::Idle));
 }
 
@@ -310,20 +319,36 @@ pub async fn policies_the_run_journal_the_request_size_and_mcp_tools_round_trip<
         "inputSchema": { "type": "object", "properties": { "path": { "type": "string",
         "maxLength": 3, "minLength": 0.5 } } }, "annotations": { "readOnlyHint": true } }] }),
     );
-    let r = s.commit("t", 0, &c, &w(), 1.0).await.unwrap();
+    // A call marked started is its run's, which holds the lease.
+    let running = Writer::new("test-agent", false, true, 1.0);
+    let r = s.commit("t", 0, &c, &running, 1.0).await.unwrap();
     let snap = s.load("t", 2.0).await.unwrap();
     assert_eq!(snap.record, r);
     assert_eq!(snap.record.policies, c.policies);
-    assert_eq!(snap.record.run, Some(run));
+    assert_eq!(snap.record.run, Some(run.clone()));
     assert_eq!(snap.record.request_size, c.request_size);
     assert_eq!(snap.record.mcp_tools, c.mcp_tools);
-    assert_eq!(snap.tail, Some(call));
+    assert_eq!(snap.tail, Some(call.clone()));
     assert_eq!(snap.state().policies, c.policies);
     // Another thread inherits nothing.
     let other = s.load("u", 2.0).await.unwrap().record;
     assert!(other.policies.is_empty() && other.run.is_none());
-    // Clearing the journal and a policy; a commit without a request size keeps the last one.
-    let mut c2 = append(vec![]);
+    // Clearing the journal (with the results message that ends a run) and a policy; a commit
+    // without a request size keeps the last one.
+    let results: Vec<ToolEntry> = call
+        .tool_calls()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let mut r = e.clone();
+            r.result = Some(run.result(&e.call_id).unwrap_or("done").to_owned());
+            r
+        })
+        .collect();
+    let mut c2 = append(vec![Message::tool_call_result(
+        MessageId::from_number(3),
+        results,
+    )]);
     c2.policies = c.policies.clone();
     c2.policies.remove("delete_logs");
     let r2 = s.commit("t", 1, &c2, &w(), 3.0).await.unwrap();
@@ -385,10 +410,9 @@ pub async fn a_sequence_of_commits_leaves_exactly_the_expected_records<S: Contra
     let mut c3 = with(rewrite(edited));
     journal.record("toolu_01", "found it".into());
     c3.run = Some(journal);
-    let result = Message::tool_call_result(
-        MessageId::from_number(4),
-        vec![ToolEntry::new("toolu_01", "search")],
-    );
+    let mut found = ToolEntry::new("toolu_01", "search");
+    found.result = Some("found it".into());
+    let result = Message::tool_call_result(MessageId::from_number(4), vec![found]);
     let steps: Vec<(&str, u64, Commit)> = vec![
         (
             "a",
@@ -464,7 +488,9 @@ pub async fn a_sequence_of_commits_leaves_exactly_the_expected_records<S: Contra
 
 pub async fn a_new_handle_sees_everything_a_dropped_one_wrote<S: ContractStore>(db: &str) {
     let s = S::open(db).await;
-    let mut c = append(vec![msg(1, "before the reload"), msg(2, "tail")]);
+    let (tail, run) = gated_call(2, &["c1"], 1, 10);
+    let mut c = append(vec![msg(1, "before the reload"), tail.clone()]);
+    c.run = Some(run);
     c.policies.insert("search".into(), policy(None, Some(true)));
     c.audit = vec![AuditRecord::requested(
         1,
@@ -481,7 +507,7 @@ pub async fn a_new_handle_sees_everything_a_dropped_one_wrote<S: ContractStore>(
     let s = S::open(db).await;
     let snap = s.load("a", 99.0).await.unwrap();
     assert_eq!(snap.record, written);
-    assert_eq!(snap.tail, Some(msg(2, "tail")));
+    assert_eq!(snap.tail, Some(tail));
     assert_eq!(messages(&s, "a", None, 10).await, page_before);
     assert_eq!(audit_rows(&s, "a", None, 10).await, audit_before);
     assert_eq!(s.list().await.unwrap(), vec![written]);

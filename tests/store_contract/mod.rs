@@ -60,9 +60,11 @@ pub trait ContractStore: Sized {
     /// devices, so its leases are judged by the handler's clock alone.
     const WEB_LOCKS: bool = true;
 
-    /// The `decidedBy` a store puts on decisions itself (a remote store: the identity its
-    /// handler's `authorize` returned), instead of the one it was given.
-    const IDENTITY: Option<&'static str> = None;
+    /// The store refuses writes the engine could not make (a remote store: its handler checks
+    /// every commit against the stored thread, `store::authority`, and says who decided
+    /// itself, so a write's `decidedBy` is not kept). The checks write only such states, so
+    /// that every store holds the same; where a check's point is a refusal, it says which.
+    const CHECKED: bool = false;
 
     /// A handle on the database `name`. Handles on one name see each other's commits (two
     /// tabs), and a handle opened after another was dropped sees what it wrote (a reload).
@@ -215,6 +217,31 @@ pub fn append(msgs: Vec<Message>) -> Commit {
         request_size: None,
         mcp_tools: None,
     }
+}
+
+/// A tool call whose entries are gated and pending (what an engine writes for calls that ask a
+/// person), with the run journal that goes with it: every call gated, an open audit record of
+/// each numbered from `first_audit`, asked for at `at`.
+fn gated_call(n: u64, calls: &[&str], first_audit: u64, at: u64) -> (Message, RunJournal) {
+    let entries = calls
+        .iter()
+        .map(|id| {
+            let mut e = ToolEntry::new(*id, "delete_file");
+            e.approval = Some(Approval::pending(None));
+            e
+        })
+        .collect();
+    let message = Message::tool_call(MessageId::from_number(n), "", entries);
+    let mut run = RunJournal::new(message.id.clone());
+    for (i, id) in calls.iter().enumerate() {
+        run.gate(id);
+        run.audit.push(gatehouse_agent::engine::OpenAudit::new(
+            first_audit + i as u64,
+            id,
+            at,
+        ));
+    }
+    (message, run)
 }
 
 fn rewrite(tail: Message) -> Commit {

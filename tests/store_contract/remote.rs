@@ -23,6 +23,9 @@ pub const URL: &str = match option_env!("GATEHOUSE_REMOTE_URL") {
 
 pub struct Remote {
     db: String,
+    /// Holds the lease secrets the handler gave this check's writers (the stores opened per
+    /// request time share them).
+    secrets: RemoteStore,
 }
 
 impl Remote {
@@ -37,7 +40,7 @@ impl Remote {
             ("authorization".to_owned(), "Bearer contract".to_owned()),
             ("x-test-now".to_owned(), now.to_string()),
         ];
-        RemoteStore::open(URL, headers, self.db.clone())
+        RemoteStore::open(URL, headers, self.db.clone()).sharing_secrets_of(&self.secrets)
     }
 
     fn id(&self, thread: &str) -> String {
@@ -55,11 +58,12 @@ impl Remote {
 
 impl ContractStore for Remote {
     const WEB_LOCKS: bool = false;
-    const IDENTITY: Option<&'static str> = Some("contract");
+    const CHECKED: bool = true;
 
     async fn open(name: &str) -> Self {
         Remote {
             db: name.to_owned(),
+            secrets: RemoteStore::open(URL, Vec::new(), name.to_owned()),
         }
     }
 

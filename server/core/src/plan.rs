@@ -157,15 +157,6 @@ pub fn plan_commit(
             owner: l.owner.clone(),
         });
     }
-    if let Err(e) = check_write(
-        &current,
-        tail.as_ref(),
-        &request.commit,
-        request.keep,
-        now_ms,
-    ) {
-        return authority_refusal(&e);
-    }
     stamp_identity(&current, &mut request.commit, identity);
     let writer = remote_writer(&request.owner, request.keep, now_ms);
     let stored = Stored {
@@ -173,13 +164,28 @@ pub fn plan_commit(
         tail_id: tail_id.as_deref(),
         row_after_tail,
     };
-    match plan(
+    // Whether the commit may be written now (a newer record, a stale version, another run's
+    // lease, a tail it does not name: `storage`, `conflict`, `busy`), then whether it is a
+    // step the writing device's engine could take (`illegal_write`).
+    let planned = plan(
         stored,
         request.expected_version,
         &request.commit,
         &writer,
         now_ms,
-    ) {
+    )
+    .map_err(Refused::Store)
+    .and_then(|p| {
+        check_write(
+            &current,
+            tail.as_ref(),
+            &request.commit,
+            request.keep,
+            now_ms,
+        )
+        .map(|()| p)
+    });
+    match planned {
         Ok(p) => {
             let record_text = serde_json::to_string(&p.record).unwrap_or_default();
             let answer = serde_json::to_string(&Committed {
@@ -197,7 +203,7 @@ pub fn plan_commit(
             })
             .to_string()
         }
-        Err(e) => store_refusal(&e),
+        Err(e) => authority_refusal(&e),
     }
 }
 
