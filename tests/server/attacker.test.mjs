@@ -12,7 +12,7 @@ import { applyAll, client, fixture, stored, variant } from "./util.mjs";
 let s;
 before(async () => {
   s = await startStoreServer({ maxRecordBytes: 64 * 1024, maxMessageBytes: 16 * 1024,
-    maxFeedsPerIdentity: 3 });
+    maxFeedsPerIdentity: 3, logQueries: true });
 });
 after(async () => {
   await s?.close();

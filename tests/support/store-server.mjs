@@ -26,7 +26,8 @@ export function bearer(request) {
 }
 
 export async function startStoreServer({
-  postgres, authorize, basePath = "/api/gatehouse", poolSize = 20, port = 0, wrap = (l) => l, ...options
+  postgres, authorize, basePath = "/api/gatehouse", poolSize = 20, port = 0, wrap = (l) => l,
+  logQueries = false, ...options
 } = {}) {
   const { createStoreHandler, toNodeListener } = await import(serverModule);
   const ownPostgres = !postgres;
@@ -34,12 +35,12 @@ export async function startStoreServer({
   const pool = new pg.Pool({ connectionString: cluster.connectionString, max: poolSize });
   // A killed Postgres makes idle clients fail: the pool reports it here, not as a crash.
   pool.on("error", () => {});
-  // Every statement the handler sends, through the pool or a client it took from it
-  // (tests/server/attacker.test.mjs counts what an idle feed or a list costs).
+  // With `logQueries`, every statement the handler sends, through the pool or a client it
+  // took from it (tests/server/attacker.test.mjs counts what an idle feed or a list costs).
   const queries = [];
   const logged = Symbol("logged");
   const log = (target) => {
-    if (target[logged]) return target;
+    if (!logQueries || target[logged]) return target;
     const query = target.query.bind(target);
     target.query = (text, ...rest) => {
       queries.push(typeof text === "string" ? text : text?.text ?? "");
@@ -69,7 +70,7 @@ export async function startStoreServer({
     return null;
   };
   const handle = createStoreHandler({
-    pool: handlerPool,
+    pool: logQueries ? handlerPool : pool,
     basePath,
     authorize: authorize ?? defaultAuthorize,
     now: (request) => Number(request.headers.get("x-test-now") ?? Date.now()),
