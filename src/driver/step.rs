@@ -169,8 +169,10 @@ pub(super) async fn drive(
             }
             Step::Yield(outcome) => {
                 if ev.enabled() {
-                    let g = s.borrow();
-                    ev.emit(&Event::finished(outcome, g.engine.tail()));
+                    // The listener may call the agent (subscribe, unsubscribe, status…): no
+                    // borrow of the session is held while it runs.
+                    let tail = s.borrow().engine.tail().cloned();
+                    ev.emit(&Event::finished(outcome, tail.as_ref()));
                 }
                 return Ok(Ended::Done(Some(outcome)));
             }
