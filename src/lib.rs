@@ -7,6 +7,10 @@
 //! builds the pure core for wasm without it, so wasm-only code is
 //! `#[cfg(all(target_arch = "wasm32", feature = "browser"))]`.
 
+// No borrow of shared state is held across an `.await` (docs/design.md, "The JS boundary"):
+// a pending method keeps nothing borrowed that a callback, or another call, may need.
+#![deny(clippy::await_holding_refcell_ref)]
+
 pub mod engine;
 pub mod event;
 pub mod mcp;
