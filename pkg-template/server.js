@@ -569,7 +569,7 @@ async function lockThread(c, id) {
   const r = await c.query(`SELECT record, lease_token, lease_who FROM gatehouse_threads
     WHERE id = $1 FOR UPDATE`, [id]);
   const row = r.rows[0];
-  return { record: row?.record ?? null, token: row?.lease_token ?? null, holder: row?.lease_who ?? null };
+  return { record: row?.record ?? null, token: row?.lease_token ?? null, leaseWho: row?.lease_who ?? null };
 }
 
 /** The record's tail and whether a row follows it, read under the thread's lock. */
@@ -601,10 +601,7 @@ function sameSecret(a, b) {
   return diff === 0;
 }
 
-function newSecret() {
-  const bytes = crypto.getRandomValues(new Uint8Array(24));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
+const newSecret = () => crypto.randomUUID();
 
 /**
  * The commit log: a commit id already seen on this thread. Its maker, with the same body,
@@ -632,9 +629,8 @@ async function replayed(c, id, commitId, who, digest) {
   return { version: Number(row.version) };
 }
 
-/** The record as the thread stands, for a replay of the applied commit that left `version`. */
-function replayedRecord(id, stored, version) {
-  const rec = recordOf(id, stored);
+/** The stored record `rec`, for a replay of the applied commit that left `version`. */
+function replayedRecord(rec, version) {
   if (!rec || rec.version !== version) {
     throw new Refusal(409, "conflict", "this commit was applied; the thread has changed since. " +
       "Nothing more was written: reload the thread", { expected: version, found: rec?.version ?? 0 });
@@ -731,17 +727,17 @@ async function commit(ctx, request, id) {
   const digest = await digestOf(body);
   const at = clock(ctx, request);
   const answer = await writing(ctx, async (c) => {
-    const { record: stored, token, holder: leaseWho } = await lockThread(c, id);
+    const { record: stored, token, leaseWho } = await lockThread(c, id);
+    const rec = recordOf(id, stored);
     const seen = await replayed(c, id, commitId, who, digest);
     if (seen !== null) {
       // The answer the maker lost: its lease's secret again, if the lease is still its own.
-      const mine = token !== null && leaseWho === who && recordOf(id, stored)?.leaseOwner === owner;
-      const text = seen.answer ?? `{"record":${replayedRecord(id, stored, seen.version).record}}`;
+      const mine = token !== null && leaseWho === who && rec?.leaseOwner === owner;
+      const text = seen.answer ?? `{"record":${replayedRecord(rec, seen.version).record}}`;
       return { value: withToken(text, mine ? token : null), write: false };
     }
     // The lease is its holder's: the secret it was given, and the identity it was given to.
     const holder = token !== null && leaseWho === who && sameSecret(leaseToken, token);
-    const rec = recordOf(id, stored);
     const { tail, after } = await tailOf(c, id, rec);
     const planned = core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body, at, who,
       holder);
@@ -803,15 +799,14 @@ async function decide(ctx, request, id) {
   const digest = await digestOf(body);
   const at = clock(ctx, request);
   const answer = await writing(ctx, async (c) => {
-    const { record: stored, token, holder: leaseWho } = await lockThread(c, id);
+    const { record: stored, token, leaseWho } = await lockThread(c, id);
+    const rec = recordOf(id, stored);
     const seen = await replayed(c, id, intent.commitId, who, digest);
     if (seen !== null) {
       if (seen.answer) return { value: seen.answer, write: false };
-      const rec = replayedRecord(id, stored, seen.version);
-      const { tail } = await tailOf(c, id, rec);
+      const { tail } = await tailOf(c, id, replayedRecord(rec, seen.version));
       return { value: `{"record":${rec.record},"tail":${JSON.stringify(tail)}}`, write: false };
     }
-    const rec = recordOf(id, stored);
     const { tail, after } = await tailOf(c, id, rec);
     const now = toolsOf(tail);
     if (decisions.some((d) => d.tool !== (now.get(d.callId) ?? null))) {
@@ -874,8 +869,10 @@ async function lease(ctx, request, id) {
       sameSecret(asked.leaseToken, token);
     const plan = answerOf(core.planLease(id, r.rows[0]?.record ?? undefined, body, at, holder));
     if (!plan.ok) return { value: '{"ok":false}', write: false };
-    await c.query(`UPDATE gatehouse_threads SET record = $2, lease_token = $3, updated_at = now()
-      WHERE id = $1`, [id, plan.record, plan.leased ? token : null]);
+    // A released lease takes its secret and holder with it.
+    await c.query(`UPDATE gatehouse_threads SET record = $2, lease_token = $3, lease_who = $4,
+      updated_at = now() WHERE id = $1`,
+    [id, plan.record, plan.leased ? token : null, plan.leased ? who : null]);
     // A release frees the thread for another device: tell them (the version is unchanged).
     if (asked.op === "release") await announce(ctx, c, id, plan.version);
     return { value: '{"ok":true}', write: true };
@@ -908,10 +905,8 @@ async function list(ctx, request) {
   const texts = [];
   for (const row of r.rows) {
     try {
-      const rec = JSON.parse(answerOf(core.readRecord(row.id, row.record)).record);
       // A list shows threads, not the MCP servers' tool lists they were run with.
-      delete rec.mcpTools;
-      texts.push(JSON.stringify(rec));
+      texts.push(answerOf(core.listRecord(row.id, row.record)).record);
     } catch {
       // An unreadable record is left out of the list (as the local stores do).
     }

@@ -22,6 +22,12 @@ pub fn read_record(thread_id: &str, text: &str) -> String {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[wasm_bindgen(js_name = listRecord)]
+pub fn list_record(thread_id: &str, text: &str) -> String {
+    plan::list_record(thread_id, text)
+}
+
+#[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(js_name = planCommit)]
 pub fn plan_commit(
     thread_id: &str,

@@ -116,6 +116,19 @@ pub fn read_record(thread_id: &str, text: &str) -> String {
     }
 }
 
+/// A stored record as a thread list shows it: as [`read_record`] reads it, without the MCP
+/// servers' tool lists the thread was run with. `{"record": text}`, or a refusal.
+pub fn list_record(thread_id: &str, text: &str) -> String {
+    match read_stored(thread_id, text) {
+        Ok(r) => json!({
+            "record": serde_json::to_string(&ThreadRecord { mcp_tools: None, ..r })
+                .unwrap_or_default(),
+        })
+        .to_string(),
+        Err(e) => store_refusal(&e),
+    }
+}
+
 /// Plans a commit the way the local stores do (`plan_commit`), with the handler's writer and
 /// clock and the identity `authorize` returned. `record` is the stored record's text (`None`:
 /// never written), `tail` the text of the row at its `messageCount`, `row_after_tail` whether
