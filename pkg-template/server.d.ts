@@ -47,6 +47,12 @@ export interface StoreHandlerOptions {
   maxFeedsPerIdentity?: number;
   /** A feed asks `authorize` about a thread at most this often (default 5000 ms). */
   feedAuthorizeMs?: number;
+  /**
+   * The ids of threads shared with this user that it did not create (an approver's threads):
+   * listed beside its own, each still asked of `authorize`. Without it, a list holds the
+   * threads the user created (and those created before the handler kept owners, schema 3).
+   */
+  sharedWith?: (identity: string, request: Request) => string[] | Promise<string[]>;
   /** The handler's clock, epoch ms (default `Date.now()`): leases are judged by it. */
   now?: (request: Request) => number;
   /**

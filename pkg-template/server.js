@@ -21,6 +21,7 @@ export class GatehouseError extends Error {
 const OPTIONS = new Set([
   "pool", "basePath", "authorize", "maxBodyBytes", "now", "cors", "notify", "pollMs", "pingMs",
   "wasm", "maxRecordBytes", "maxMessageBytes", "maxFeedsPerIdentity", "feedAuthorizeMs",
+  "sharedWith",
 ]);
 // A page of rows holds at most this many (src/store/wire.rs, MAX_PAGE: the browser's remote
 // store reads a longer page as several).
@@ -69,6 +70,19 @@ const MIGRATIONS = [
     `ALTER TABLE gatehouse_threads ADD COLUMN lease_token text, ADD COLUMN lease_who text`,
     `ALTER TABLE gatehouse_commits ADD COLUMN who text, ADD COLUMN digest text,
        ADD COLUMN version bigint, ALTER COLUMN answer DROP NOT NULL`,
+  ],
+  // Nothing global, and lists from an index (docs/design.md, "Threat model"): the key that
+  // seals the change feed's cursors, so a poll learns nothing of the handler's write count;
+  // and each thread's owner (the identity that created it), indexed, so a list reads the
+  // user's own threads instead of every thread. Threads created before have none: they are
+  // listed as before, by asking `authorize` about each.
+  [
+    `CREATE TABLE gatehouse_keys (name text PRIMARY KEY, key text NOT NULL)`,
+    `ALTER TABLE gatehouse_threads ADD COLUMN owner text`,
+    `CREATE INDEX gatehouse_threads_owner ON gatehouse_threads (owner, id)
+       WHERE record IS NOT NULL`,
+    `CREATE INDEX gatehouse_threads_unowned ON gatehouse_threads (id)
+       WHERE owner IS NULL AND record IS NOT NULL`,
   ],
 ];
 /** The schema version this release writes. */
@@ -160,13 +174,16 @@ export function createStoreHandler(options) {
     pool, basePath = "/", authorize, maxBodyBytes = 1024 * 1024, now = () => Date.now(),
     cors, notify = true, pollMs = 1000, pingMs = 15_000, wasm,
     maxRecordBytes = 512 * 1024, maxMessageBytes = 256 * 1024, maxFeedsPerIdentity = 16,
-    feedAuthorizeMs = 5000,
+    feedAuthorizeMs = 5000, sharedWith,
   } = options;
   if (!pool || typeof pool.query !== "function" || typeof pool.connect !== "function") {
     throw invalidConfig("pool must have query() and connect() (e.g. a pg.Pool)");
   }
   if (typeof authorize !== "function") throw invalidConfig("authorize must be a function");
   if (typeof now !== "function") throw invalidConfig("now must be a function");
+  if (sharedWith !== undefined && typeof sharedWith !== "function") {
+    throw invalidConfig("sharedWith must be a function (identity, request) => thread ids");
+  }
   if (typeof basePath !== "string" || !basePath.startsWith("/")) {
     throw invalidConfig('basePath must be a path starting with "/"');
   }
@@ -200,7 +217,9 @@ export function createStoreHandler(options) {
   let migrated = null;
   const migrate = () => {
     if (!migrated) {
-      migrated = Promise.all([loadCore(wasm), runMigrations(pool)]).then(() => undefined);
+      migrated = Promise.all([loadCore(wasm), runMigrations(pool)]).then(([, key]) => {
+        ctx.cursorKey = key;
+      });
       migrated.catch(() => {
         migrated = null;
       });
@@ -209,7 +228,8 @@ export function createStoreHandler(options) {
   };
   const feed = new ChangeFeed(pool, { notify, pollMs, pingMs });
   const ctx = { pool, authorize, maxBodyBytes, now, notify, feed, writes: 0, maxRecordBytes,
-    maxMessageBytes, maxFeedsPerIdentity, feedAuthorizeMs, feeds: new Map() };
+    maxMessageBytes, maxFeedsPerIdentity, feedAuthorizeMs, feeds: new Map(), cursorKey: null,
+    sharedWith: sharedWith ?? null };
 
   async function handle(request) {
     const headers = corsHeaders(cors, request);
@@ -498,7 +518,7 @@ async function transaction(pool, fn, begin = "BEGIN") {
 }
 
 async function runMigrations(pool) {
-  await transaction(pool, async (c) => {
+  return transaction(pool, async (c) => {
     await c.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
     await c.query(`CREATE TABLE IF NOT EXISTS gatehouse_schema (id int PRIMARY KEY,
       version int NOT NULL)`);
@@ -513,8 +533,67 @@ async function runMigrations(pool) {
     }
     await c.query(`INSERT INTO gatehouse_schema (id, version) VALUES (1, $1)
       ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version`, [MIGRATIONS.length]);
-    return { value: undefined, write: true };
+    // The first handler makes the cursor key; every handler on the database uses that one,
+    // so a cursor one handler gave is read by any other.
+    await c.query(`INSERT INTO gatehouse_keys (name, key) VALUES ('cursor', $1)
+      ON CONFLICT (name) DO NOTHING`, [hex(crypto.getRandomValues(new Uint8Array(32)))]);
+    const key = await c.query("SELECT key FROM gatehouse_keys WHERE name = 'cursor'");
+    return { value: await cursorKey(key.rows[0].key), write: true };
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cursors of the change feed: the position in `gatehouse_changes`, sealed (AES-GCM, a fresh
+// nonce each time) so that a client learns nothing from it. A plain number would tell every
+// signed-in user how many writes the handler saw, and when: a sealed one differs at every
+// poll, whether anything was written or not, and one that was tampered with does not open.
+
+const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
+/** The AES-GCM key of the database's `cursor` key (hex). */
+function cursorKey(text) {
+  const bytes = Uint8Array.from(text.match(/../g), (h) => parseInt(h, 16));
+  return crypto.subtle.importKey("raw", bytes, "AES-GCM", false, ["encrypt", "decrypt"]);
+}
+
+const base64url = (bytes) => btoa(String.fromCharCode(...bytes))
+  .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+
+/** A cursor for position `seq`. */
+async function sealCursor(key, seq) {
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const plain = new TextEncoder().encode(String(seq));
+  const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, plain));
+  const out = new Uint8Array(12 + sealed.length);
+  out.set(iv);
+  out.set(sealed, 12);
+  return base64url(out);
+}
+
+/** The position a cursor holds; `invalid_request` for anything this database did not seal. */
+async function openCursor(key, text) {
+  const refuse = () => invalid("since is not a cursor this handler gave (pass the `cursor` " +
+    "of the previous answer, or leave since out to start from now)");
+  if (typeof text !== "string" || text.length > 64 || !/^[A-Za-z0-9_-]+$/.test(text)) {
+    throw refuse();
+  }
+  let bytes;
+  try {
+    bytes = Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+  } catch {
+    throw refuse();
+  }
+  if (bytes.length <= 28) throw refuse();
+  let plain;
+  try {
+    plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.subarray(0, 12) }, key,
+      bytes.subarray(12));
+  } catch {
+    throw refuse();
+  }
+  const seq = Number(new TextDecoder().decode(plain));
+  if (!Number.isSafeInteger(seq) || seq < 0) throw refuse();
+  return seq;
 }
 
 /** The stored record of `id` as the core reads it, or null (never written). */
@@ -590,7 +669,7 @@ const nodeCrypto = globalThis.process?.getBuiltinModule?.("node:crypto") ?? null
 async function digestOf(body) {
   if (nodeCrypto) return nodeCrypto.createHash("sha256").update(body).digest("hex");
   const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body));
-  return Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
+  return hex(new Uint8Array(bytes));
 }
 
 /** Compares two secrets in time that does not depend on where they differ. */
@@ -666,10 +745,13 @@ function checkSizes(ctx, plan) {
  * Writes a plan's record, the lease's secret and its holder, and the rows (messages, and audit
  * records the server numbered).
  */
-async function writePlan(c, id, plan, token, holder) {
+async function writePlan(c, id, plan, token, holder, creator = null) {
+  // A thread's owner is the identity whose commit created it (or created it again after a
+  // delete): the list's index.
   await c.query(`UPDATE gatehouse_threads SET version = $2, record = $3, lease_token = $4,
-    lease_who = $5, updated_at = now() WHERE id = $1`,
-  [id, plan.version, plan.record, token, token === null ? null : holder]);
+    lease_who = $5, updated_at = now(),
+    owner = CASE WHEN record IS NULL THEN $6 ELSE owner END WHERE id = $1`,
+  [id, plan.version, plan.record, token, token === null ? null : holder, creator]);
   for (const [table, list] of [["gatehouse_messages", plan.rows], ["gatehouse_audit", plan.audit]]) {
     if (list.length === 0) continue;
     await c.query(`INSERT INTO ${table} (thread, seq, json)
@@ -758,7 +840,7 @@ async function commit(ctx, request, id) {
     // The lease's secret: kept by its holder, new for a writer that takes the lease, none
     // once it is let go.
     const next = plan.leased ? (holder ? token : newSecret()) : null;
-    await writePlan(c, id, plan, next, who);
+    await writePlan(c, id, plan, next, who, who);
     await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
       VALUES ($1, $2, $3, $4, $5)`, [id, commitId, who, digest, plan.version]);
     await announce(ctx, c, id, plan.version);
@@ -892,11 +974,31 @@ async function remove(ctx, request, id) {
   });
 }
 
+/**
+ * The user's threads: those it created (the owner index), those `sharedWith` names, and those
+ * created before owners were kept. Ids first, from indexes: each is still asked of
+ * `authorize` (`read`), and no record is read before it allows it.
+ */
 async function list(ctx, request) {
-  await identityOf(ctx, request, null, "list");
-  // Ids first, from the primary key's index: no record is read before `authorize` allows it.
+  const who = await identityOf(ctx, request, null, "list");
+  let shared = [];
+  if (ctx.sharedWith) {
+    try {
+      shared = await ctx.sharedWith(who, request);
+    } catch (e) {
+      throw authorizeFailed(e);
+    }
+    if (!Array.isArray(shared) || !shared.every((x) => typeof x === "string")) {
+      throw new Refusal(500, "authorize_failed", "sharedWith must return a list of thread ids");
+    }
+  }
   const ids = await ctx.pool.query(`SELECT id FROM gatehouse_threads
-    WHERE record IS NOT NULL ORDER BY id`);
+      WHERE owner = $1 AND record IS NOT NULL
+    UNION SELECT id FROM gatehouse_threads
+      WHERE id = ANY($2::text[]) AND record IS NOT NULL
+    UNION SELECT id FROM gatehouse_threads
+      WHERE owner IS NULL AND record IS NOT NULL
+    ORDER BY id`, [who, shared]);
   const allowed = await Promise.all(ids.rows.map((row) => mayRead(ctx, request, row.id)));
   const readable = ids.rows.filter((_, i) => allowed[i]).map((row) => row.id);
   if (readable.length === 0) return '{"threads":[]}';
@@ -923,7 +1025,7 @@ async function changes(ctx, request, q) {
   if (q.poll !== undefined) {
     if (q.poll !== "1") throw invalid('poll must be "1"');
     poll = {
-      since: q.since === undefined ? null : integer(q.since, "since", 2 ** 53),
+      since: q.since === undefined ? null : await openCursor(ctx.cursorKey, q.since),
       wait: q.wait === undefined ? 0 : integer(q.wait, "wait", 60_000),
     };
   } else if (q.since !== undefined || q.wait !== undefined) {
@@ -959,7 +1061,8 @@ async function changes(ctx, request, q) {
   };
   if (poll) {
     try {
-      return await pollChanges(ctx, request, poll.since, poll.wait, mayReadThread);
+      const got = await pollChanges(ctx, request, poll.since, poll.wait, mayReadThread);
+      return { ...got, cursor: await sealCursor(ctx.cursorKey, got.cursor) };
     } finally {
       close();
     }
@@ -976,12 +1079,12 @@ async function changes(ctx, request, q) {
 async function readChanges(pool, since, mayReadThread) {
   const counter = await pool.query("SELECT seq, pruned FROM gatehouse_change_counter WHERE id = 1");
   const { seq: top, pruned } = counter.rows[0];
-  if (since === null) return { changes: [], cursor: String(top) };
+  if (since === null) return { changes: [], cursor: Number(top) };
   const r = await pool.query(`SELECT seq, thread, version FROM gatehouse_changes
     WHERE seq > $1 ORDER BY seq LIMIT 1000`, [since]);
   const latest = new Map();
   for (const row of r.rows) latest.set(row.thread, row.version === null ? null : Number(row.version));
-  const cursor = r.rows.length ? String(r.rows[r.rows.length - 1].seq) : String(Math.max(since, 0));
+  const cursor = r.rows.length ? Number(r.rows[r.rows.length - 1].seq) : since;
   const out = [];
   for (const [threadId, version] of latest) {
     if (await mayReadThread(threadId)) out.push({ threadId, version });
@@ -999,7 +1102,7 @@ async function pollChanges(ctx, request, since, wait, mayReadThread) {
         request.signal?.aborted) {
       return got;
     }
-    cursor = Number(got.cursor);
+    cursor = got.cursor;
     // With NOTIFY a waiting poll reads again only when woken (or at its deadline): an idle
     // one costs no queries. Without it, every pollMs.
     await ctx.feed.nextWake(deadline - Date.now(), request.signal, true);
@@ -1220,7 +1323,8 @@ class ChangeFeed {
           this.cursor = Number(row.seq);
           const notice = JSON.stringify({ threadId: row.thread,
             version: row.version === null ? null : Number(row.version) });
-          const text = `id: ${row.seq}\ndata: ${notice}\n\n`;
+          // No `id:` line: the position is the handler's, and would tell its write count.
+          const text = `data: ${notice}\n\n`;
           await Promise.all([...this.streams].map(async (s) => {
             if (await s.mayReadThread(row.thread)) s.send(text);
           }));

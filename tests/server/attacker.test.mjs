@@ -260,6 +260,63 @@ test("feeds: the connection is authorized, capped per identity, and an idle long
   await Promise.all(polls);
 });
 
+test("a poll's cursor tells nothing global: sealed, new at every answer, and a forged one is refused", async () => {
+  // (oscar: mallory's aborted polls of the test before may hold its feeds for a few ms)
+  const m = client(s, "oscar");
+  const first = (await m.call("GET", "/changes?poll=1")).body.cursor;
+  assert.ok(!/^\d+$/.test(first), `not a number: ${first}`);
+  // Writes oscar may not see move nothing oscar can observe: no notice, and a cursor
+  // that is new at every answer whether or not anything was written.
+  const quietA = (await m.call("GET", `/changes?poll=1&since=${first}`)).body;
+  await applyAll(client(s, "alice"), "alice:counted", [ask]);
+  const busyA = (await m.call("GET", `/changes?poll=1&since=${quietA.cursor}`)).body;
+  for (const got of [quietA, busyA]) {
+    assert.deepEqual(got.changes, []);
+    assert.equal(got.cursor.length, first.length, "the same length, whatever the position");
+  }
+  assert.equal(new Set([first, quietA.cursor, busyA.cursor]).size, 3);
+  // A number (the old cursor), a tampered cursor, or one from another database: refused.
+  const tampered = first.slice(0, -2) + (first.endsWith("AA") ? "BB" : "AA");
+  for (const since of ["0", "12345", tampered, "x".repeat(80), "%00"]) {
+    const r = await m.call("GET", `/changes?poll=1&since=${since}`);
+    assert.equal(r.status, 400, `${since}: ${r.text}`);
+    assert.equal(r.body.error.code, "invalid_request");
+  }
+  // SSE notices carry no position either (no `id:` line).
+  const sse = await fetch(`${s.url}/changes`, { headers: { authorization: "Bearer alice" } });
+  const reader = sse.body.getReader();
+  await reader.read();
+  await applyAll(client(s, "alice"), "alice:counted", [gate]);
+  let text = "";
+  while (!/data:/.test(text)) text += new TextDecoder().decode((await reader.read()).value);
+  await reader.cancel();
+  assert.doesNotMatch(text, /^id:/m, text);
+});
+
+test("a list comes from the owner index: another user's threads are not even asked about", async () => {
+  await applyAll(client(s, "alice"), "alice:owned", [ask]);
+  const from = s.calls.length;
+  const r = await client(s, "mallory").list();
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.body.threads, []);
+  const asked = s.calls.slice(from).filter((c) => c.threadId !== null);
+  assert.deepEqual(asked, [], "authorize was asked about no thread of someone else");
+  // Threads shared with a user (sharedWith) are listed too, each still authorized.
+  s.grants.set("alice:owned", ["mallory/decide"]);
+  try {
+    const shared = await client(s, "mallory").list();
+    assert.deepEqual(shared.body.threads.map((t) => t.id), []);
+    s.grants.set("alice:owned", ["mallory"]);
+    const readable = await client(s, "mallory").list();
+    assert.deepEqual(readable.body.threads.map((t) => t.id), ["alice:owned"]);
+  } finally {
+    s.grants.delete("alice:owned");
+  }
+  // The owner is who created the thread; stored, not claimed by a later writer.
+  const owner = await s.pool.query("SELECT owner FROM gatehouse_threads WHERE id = 'alice:owned'");
+  assert.equal(owner.rows[0].owner, "alice");
+});
+
 test("a list reads no record the user may not read, and pages are capped", async () => {
   await applyAll(client(s, "alice"), "alice:listed", [ask]);
   const from = s.queries.length;

@@ -47,10 +47,17 @@ test("eight handlers starting at once on a fresh database migrate it once", asyn
   const tables = await p.query(`SELECT tablename FROM pg_tables
     WHERE tablename LIKE 'gatehouse%' ORDER BY tablename`);
   assert.deepEqual(tables.rows.map((r) => r.tablename), ["gatehouse_audit", "gatehouse_change_counter",
-    "gatehouse_changes", "gatehouse_commits", "gatehouse_messages", "gatehouse_schema",
-    "gatehouse_threads"]);
+    "gatehouse_changes", "gatehouse_commits", "gatehouse_keys", "gatehouse_messages",
+    "gatehouse_schema", "gatehouse_threads"]);
   const counter = await p.query("SELECT * FROM gatehouse_change_counter");
   assert.equal(counter.rows.length, 1, "the counter row is inserted once");
+  const keys = await p.query("SELECT name FROM gatehouse_keys");
+  assert.deepEqual(keys.rows, [{ name: "cursor" }], "one cursor key, made by one handler");
+  // A cursor one handler gave, another reads: they share the database's key.
+  const start = await handlers[0](new Request("http://h/changes?poll=1"));
+  const { cursor } = await start.json();
+  const next = await handlers[7](new Request(`http://h/changes?poll=1&since=${cursor}`));
+  assert.equal(next.status, 200, await next.clone().text());
   await Promise.all(handlers.map((h) => h.close()));
 });
 
@@ -68,6 +75,30 @@ test("migrating again keeps the data; the first request migrates by itself", asy
   assert.equal((await loaded.json()).record.version, 1);
   await first.close();
   await second.close();
+});
+
+test("threads created before owners were kept (schema 2) are still listed, each asked of authorize", async () => {
+  const url = await database("owners");
+  const p = pool(url);
+  const h = createStoreHandler({ pool: p, authorize });
+  const body = fixture("approved-run.json")[0];
+  for (const id of ["old", "new"]) {
+    const r = await h(new Request(`http://h/threads/${id}/commit`, { method: "POST",
+      body: JSON.stringify(body), headers: { "content-type": "application/json" } }));
+    assert.equal(r.status, 200);
+  }
+  // "old" as schema 2 left it: no owner. The other user's list asks authorize about it.
+  await p.query("UPDATE gatehouse_threads SET owner = NULL WHERE id = 'old'");
+  const asked = [];
+  const bob = createStoreHandler({ pool: pool(url), authorize: (_, { threadId }) => {
+    asked.push(threadId);
+    return "bob";
+  } });
+  const listed = await (await bob(new Request("http://h/threads"))).json();
+  assert.deepEqual(listed.threads.map((t) => t.id), ["old"]);
+  assert.deepEqual(asked, [null, "old"], "asked about the list, then the thread without owner");
+  await h.close();
+  await bob.close();
 });
 
 test("tables of a newer release are refused, and left as they are", async () => {

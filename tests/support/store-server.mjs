@@ -8,7 +8,8 @@
 //
 // Who is who: the bearer token is the identity. By default a user may use the threads whose id
 // starts with "<user>:", and those `grants` lists for it (`grants.set(threadId, ["bob"])`, or
-// one action: "bob/decide"), and may list; pass `authorize` to replace that. The handler's clock is the `x-test-now` header
+// one action: "bob/decide"), and may list its own threads and those granted to it
+// (`sharedWith`); pass `authorize` to replace that. The handler's clock is the `x-test-now` header
 // when a request has one (a test drives lease expiry with it), else Date.now().
 
 import http from "node:http";
@@ -73,6 +74,10 @@ export async function startStoreServer({
     pool: logQueries ? handlerPool : pool,
     basePath,
     authorize: authorize ?? defaultAuthorize,
+    // The threads `grants` shares with a user are in its list too (beside its own).
+    ...(authorize ? {} : { sharedWith: (user) => [...grants]
+      .filter(([, granted]) => granted.some((g) => g === user || g.startsWith(`${user}/`)))
+      .map(([threadId]) => threadId) }),
     now: (request) => Number(request.headers.get("x-test-now") ?? Date.now()),
     cors: { origin: "*" },
     ...options,
