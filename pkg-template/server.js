@@ -708,11 +708,17 @@ async function replayed(c, id, commitId, who, digest) {
   return { version: Number(row.version) };
 }
 
-/** The stored record `rec`, for a replay of the applied commit that left `version`. */
+/**
+ * The stored record `rec`, for a replay of the applied commit that left `version`. Once the
+ * thread moved on, `conflict` with `applied: true` and `expected` the version that commit
+ * left: the client knows its write landed (a plain conflict's `expected` is the version the
+ * commit was made from), reloads, and goes on from there.
+ */
 function replayedRecord(rec, version) {
   if (!rec || rec.version !== version) {
     throw new Refusal(409, "conflict", "this commit was applied; the thread has changed since. " +
-      "Nothing more was written: reload the thread", { expected: version, found: rec?.version ?? 0 });
+      "Nothing more was written: reload the thread",
+    { expected: version, found: rec?.version ?? 0, applied: true });
   }
   return rec;
 }

@@ -12,7 +12,7 @@ use gatehouse_agent::store::authority::{
 };
 use gatehouse_agent::store::wire::{remote_writer, stamp_identity};
 use gatehouse_agent::store::{MemoryStore, Snapshot, Stored as StoredRef, ThreadRecord};
-use gatehouse_agent::thread::ApprovalState;
+use gatehouse_agent::thread::{ApprovalState, Message, MessageId};
 use serde_json::{Value, json};
 use support::*;
 
@@ -244,6 +244,50 @@ fn a_commit_cannot_ungate_a_call_or_turn_an_answer_into_a_call() {
         h.write(&commit, true, "mallory").unwrap_err().code(),
         "illegal_write"
     );
+}
+
+/// A `tool_call_result` message answers the calls right before it, each with its result
+/// (found by the device simulation's hostile device: results appended after a user message,
+/// or with a call's result missing, made every later model request invalid).
+#[test]
+fn results_answer_the_calls_before_them_each_with_its_result() {
+    let commit_of = |s: &Snapshot, append: Vec<Message>, run| Commit {
+        replace_tail: None,
+        append,
+        run,
+        policies: s.record.policies.clone(),
+        status: gatehouse_agent::engine::ThreadStatus::Interrupted,
+        audit: vec![],
+        request_size: None,
+        mcp_tools: None,
+    };
+    // After a plain message: results of no calls.
+    let h = Handler::new("auth-results-plain");
+    let mut device = Harness::new(standard_tools());
+    device.script([answer("hello")]);
+    device.chat("hi").unwrap();
+    for c in &device.store.commits {
+        h.write(c, false, "alice").unwrap();
+    }
+    let s = h.snap();
+    let empty = Message::tool_call_result(MessageId::from_raw("msg_9"), vec![]);
+    let e = h.write(&commit_of(&s, vec![empty], None), false, "mallory");
+    assert_eq!(e.unwrap_err().code(), "illegal_write");
+    // After the gated call: its results, one of them missing, or another call's.
+    let (_, h) = gated("auth-results-call");
+    let s = h.snap();
+    let call = s.tail.clone().unwrap();
+    let mut entries = call.tool_calls().unwrap().to_vec();
+    for (forged, what) in [(None, "missing"), (Some("ok".to_owned()), "renamed")] {
+        entries[0].result = forged.clone();
+        if what == "renamed" {
+            entries[0].call_id = "c7".into();
+        }
+        let m = Message::tool_call_result(MessageId::from_raw("msg_9"), entries.clone());
+        let e = h.write(&commit_of(&s, vec![m], None), false, "mallory");
+        assert_eq!(e.unwrap_err().code(), "illegal_write", "{what}");
+    }
+    assert_eq!(h.snap().record.version, s.record.version, "nothing was written");
 }
 
 #[test]

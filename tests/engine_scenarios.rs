@@ -657,6 +657,28 @@ fn an_interrupted_idempotent_call_runs_again_on_retry() {
     assert_eq!(h.executed.len(), 1);
 }
 
+/// On a remote thread the handler lets a "started" mark go only with the call's result or a new
+/// gate (it cannot tell an idempotent tool from a device that says so: docs/design.md, "Threat
+/// model"), so a cut-off idempotent call is gated again there, like any other.
+#[test]
+fn on_a_remote_thread_an_interrupted_idempotent_call_is_gated_again() {
+    let mut tools = standard_tools();
+    tools[2].idempotent = true;
+    let remote = EngineConfig {
+        tools_elsewhere: true,
+        ..EngineConfig::default()
+    };
+    let mut h = Harness::with_config(tools, remote);
+    h.script([calls(vec![call("c1", "list_files", json!({}))])]);
+    h.die_on_tool = Some("c1".into());
+    h.chat("list").unwrap();
+    h.die_on_tool = None;
+    h.reload();
+    assert_eq!(h.thread()[1]["tools"][0]["approval"], "pending");
+    assert_eq!(h.engine.status(), ThreadStatus::AwaitingApproval);
+    assert!(h.executed.is_empty(), "not run again without a decision");
+}
+
 #[test]
 fn executed_calls_cannot_be_decided_again_after_a_regate() {
     let mut h = Harness::new(standard_tools());
@@ -984,6 +1006,38 @@ fn a_tool_cancelled_before_it_ran_is_not_regated_and_retry_runs_it() {
     );
     assert_eq!(h.retry().unwrap(), COMPLETED);
     assert_eq!(h.executed.len(), 1);
+}
+
+/// On a remote thread a cancel before the tool began cannot clear its "started" mark (the
+/// handler would take the device's word that it never ran): the call is gated again.
+#[test]
+fn on_a_remote_thread_a_tool_cancelled_before_it_ran_is_gated_again() {
+    let remote = EngineConfig {
+        tools_elsewhere: true,
+        ..EngineConfig::default()
+    };
+    let mut h = Harness::with_config(standard_tools(), remote);
+    h.script([calls(vec![call("c1", "list_files", json!({}))])]);
+    h.engine.user_message("list", T0).unwrap();
+    loop {
+        match h.engine.poll().unwrap() {
+            Step::Persist(c) => h.store_apply(c),
+            Step::CallModel => {
+                let out = h.model.pop_front().unwrap();
+                h.engine.model_output(out, T0 + 1).unwrap();
+            }
+            Step::RunTool(inv) => {
+                h.engine.cancel_tool(&inv.call_id).unwrap();
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    h.drive();
+    let run = h.store.run.as_ref().unwrap();
+    assert!(run.started.is_none() && run.is_gated("c1"));
+    assert_eq!(h.engine.status(), ThreadStatus::AwaitingApproval);
+    assert!(h.executed.is_empty());
 }
 
 #[test]

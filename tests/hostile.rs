@@ -24,26 +24,21 @@ use gatehouse_agent::store::authority::{
 };
 use gatehouse_agent::store::wire::{remote_writer, stamp_identity};
 use gatehouse_agent::store::{MemoryStore, Snapshot, Stored as StoredRef};
-use gatehouse_agent::thread::{Approval, ApprovalState, Message, MessageId, ToolEntry};
+use gatehouse_agent::thread::{ApprovalState, ToolEntry};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
+use support::forge::{Dice, forge};
 use support::*;
 
 struct Rng(u64);
 
-impl Rng {
+impl support::forge::Dice for Rng {
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
     }
 }
 
@@ -270,192 +265,10 @@ impl World {
         }
     }
 
-    /// A hostile writer: the stored thread, mutated.
+    /// A hostile writer: the stored thread, mutated (`support::forge`).
     fn hostile(&mut self) {
         let s = self.snap();
-        let mut commit = Commit {
-            replace_tail: None,
-            append: Vec::new(),
-            run: s.record.run.clone(),
-            policies: s.record.policies.clone(),
-            status: ThreadStatus::Interrupted,
-            audit: Vec::new(),
-            request_size: None,
-            mcp_tools: None,
-        };
-        let mut tail = s.tail.clone();
-        let ids: Vec<String> = tail
-            .as_ref()
-            .and_then(|t| t.tool_calls())
-            .unwrap_or(&[])
-            .iter()
-            .map(|e| e.call_id.clone())
-            .collect();
-        let pick = |rng: &mut Rng| ids.get(rng.below(ids.len() as u64) as usize).cloned();
-        for _ in 0..1 + self.rng.below(3) {
-            match self.rng.below(11) {
-                0 => {
-                    // Approve in the tail (and, maybe, the journal).
-                    if let (Some(id), Some(t)) = (pick(&mut self.rng), tail.as_mut()) {
-                        if let Some(e) = t
-                            .tool_calls_mut()
-                            .unwrap()
-                            .iter_mut()
-                            .find(|e| e.call_id == id)
-                        {
-                            e.approval = Some(Approval {
-                                state: ApprovalState::Approved,
-                                reason: None,
-                                reject_reason: None,
-                            });
-                            if let Some(r) = commit.run.as_mut() {
-                                if self.rng.chance(70) {
-                                    r.decide(&id, true, &e.inputs);
-                                }
-                            }
-                        }
-                        commit.replace_tail = Some(t.clone());
-                    }
-                }
-                1 => {
-                    if let (Some(id), Some(t), Some(r)) =
-                        (pick(&mut self.rng), tail.as_ref(), commit.run.as_mut())
-                    {
-                        let found = t
-                            .tool_calls()
-                            .unwrap_or(&[])
-                            .iter()
-                            .find(|e| e.call_id == id);
-                        if let Some(e) = found {
-                            r.decide(&id, true, &e.inputs);
-                        }
-                    }
-                }
-                2 => {
-                    if let Some(r) = commit.run.as_mut() {
-                        r.started = pick(&mut self.rng);
-                    }
-                }
-                3 => {
-                    if let Some(r) = commit.run.as_mut() {
-                        r.started = None;
-                    }
-                }
-                4 => {
-                    if let (Some(id), Some(t)) = (pick(&mut self.rng), tail.as_mut()) {
-                        let path = format!("/etc/{}", self.rng.below(3));
-                        if let Some(e) = t
-                            .tool_calls_mut()
-                            .unwrap()
-                            .iter_mut()
-                            .find(|e| e.call_id == id)
-                        {
-                            e.inputs.insert("path".into(), json!(path));
-                            if let Some(r) = commit.run.as_mut() {
-                                if self.rng.chance(50) {
-                                    r.decide(&id, true, &e.inputs);
-                                }
-                            }
-                        }
-                        commit.replace_tail = Some(t.clone());
-                    }
-                }
-                5 => {
-                    if let Some(r) = commit.run.as_mut() {
-                        r.results.clear();
-                    }
-                }
-                6 => {
-                    if let Some(t) = tail.as_mut() {
-                        for e in t.tool_calls_mut().into_iter().flatten() {
-                            e.approval = None;
-                        }
-                        commit.replace_tail = Some(t.clone());
-                    }
-                    if let Some(r) = commit.run.as_mut() {
-                        r.gated.clear();
-                    }
-                }
-                7 => {
-                    let seq = match self.rng.below(3) {
-                        0 => s.record.audit_count,
-                        1 => s.record.audit_count + 1 + self.rng.below(3),
-                        _ => 1_000_000_000_000,
-                    };
-                    let mut a = AuditRecord::requested(
-                        seq.max(1),
-                        "c1",
-                        "delete_file",
-                        None,
-                        &Map::new(),
-                        self.now,
-                    );
-                    a.decided_by = Some("mallory".into());
-                    a.decided_at = Some(self.now);
-                    commit.audit.push(a);
-                    if let Some(r) = commit.run.as_mut() {
-                        for o in &mut r.audit {
-                            o.decided_by = Some("mallory".into());
-                        }
-                    }
-                }
-                8 => {
-                    // End the journal with a made-up result message.
-                    if let Some(t) = tail.as_ref() {
-                        let entries: Vec<ToolEntry> = t
-                            .tool_calls()
-                            .unwrap_or(&[])
-                            .iter()
-                            .map(|e| {
-                                let mut r = e.clone();
-                                r.result = self.rng.chance(50).then(|| "ok".to_owned());
-                                r
-                            })
-                            .collect();
-                        commit.append = vec![Message::tool_call_result(
-                            MessageId::from_raw(format!("msg_{}", self.rng.next() >> 1)),
-                            entries,
-                        )];
-                        commit.run = None;
-                    }
-                }
-                9 => {
-                    // A new call, pre-approved, started.
-                    self.calls += 1;
-                    let id = format!("h{}", self.calls);
-                    let mut e = ToolEntry::new(&id, "delete_file");
-                    e.inputs.insert("path".into(), json!("/"));
-                    e.approval = self.rng.chance(50).then_some(Approval {
-                        state: ApprovalState::Approved,
-                        reason: None,
-                        reject_reason: None,
-                    });
-                    let m = Message::tool_call(
-                        MessageId::from_raw(format!("msg_{}", self.rng.next() >> 1)),
-                        "",
-                        vec![e.clone()],
-                    );
-                    let mut r = gatehouse_agent::engine::RunJournal::new(m.id.clone());
-                    if self.rng.chance(50) {
-                        r.gate(&id);
-                    }
-                    r.decide(&id, true, &e.inputs);
-                    r.started = Some(id);
-                    commit.append = vec![m];
-                    commit.run = Some(r);
-                }
-                _ => {
-                    // The tail, whatever it is, rewritten as a call.
-                    if let Some(t) = tail.as_mut() {
-                        let mut e = ToolEntry::new("x1", "delete_file");
-                        e.inputs.insert("path".into(), json!("/"));
-                        let m = Message::tool_call(t.id.clone(), "", vec![e]);
-                        *t = m.clone();
-                        commit.replace_tail = Some(m);
-                    }
-                }
-            }
-        }
+        let commit = forge(&mut self.rng, &s, &mut self.calls, self.now);
         let keep = self.rng.chance(50);
         let owner = format!("dev{}", self.rng.below(3));
         match self.write(&commit, keep, &owner) {

@@ -244,7 +244,18 @@ pub(super) async fn persist(
                 m.unsave();
             }
             // The stored thread is the truth: take it, so the next call works on fresh state.
-            let _ = reload(s).await;
+            let reloaded = reload(s).await.is_ok();
+            // This commit was sent again after its answer was lost, and its first copy was
+            // applied; the thread moved on since (the handler answers `conflict` with the
+            // version this commit left: docs/design.md, "Across devices"). It landed, and is
+            // not refused: the run ends with the thread as it now stands.
+            let remote = matches!(g_store(s), Store::Remote(_));
+            let landed =
+                matches!(e, StoreError::Conflict { expected, .. } if expected == version + 1);
+            if remote && landed && reloaded {
+                admission.set(Admit::Done);
+                return Ok(());
+            }
             let refusal = matches!(e, StoreError::Conflict { .. } | StoreError::Owned { .. });
             if let Admit::Pending(_) = admission.get() {
                 // The run's first write was its admission: refused, it wrote nothing.

@@ -172,6 +172,10 @@ impl Engine {
         &self.state
     }
 
+    pub fn config(&self) -> EngineConfig {
+        self.config
+    }
+
     pub fn tools(&self) -> &ToolSet {
         &self.tools
     }

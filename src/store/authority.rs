@@ -229,6 +229,7 @@ pub fn check_write(
     // The journal the commit leaves: the same as the stored one (it names the same message),
     // or a new one for a tool call it appends.
     let same = |j: &RunJournal| stored_run.is_some_and(|s| s.call_message_id == j.call_message_id);
+    check_results(tail, commit)?;
     match (&commit.run, stored_run) {
         (Some(j), Some(s)) if same(j) => check_same_journal(s, j, new_tail)?,
         (j, s) => {
@@ -387,13 +388,58 @@ fn check_same_journal(
         }
     }
     // A call started and not finished stays started until its result is recorded or it is
-    // gated again (and then needs a new decision).
+    // gated again (and then needs a new decision). Not even the writer that set it clears it
+    // otherwise: a device that ran the call and said it did not would have it run again.
     if let Some(x) = &stored.started {
         if next.started.as_ref() != Some(x) && !next.has_result(x) && !regated(next, new_tail, x) {
             return Err(illegal(format!(
                 "the commit clears the \"started\" mark of call {x:?} without its result"
             )));
         }
+    }
+    Ok(())
+}
+
+/// A `tool_call_result` message is what the engine appends when every call of the tool call
+/// before it has its result: the same calls (ids, tools, inputs), in order, each with a
+/// result. A rewritten results message keeps its results (or shrinks one to the unstorable
+/// marker).
+fn check_results(tail: Option<&Message>, commit: &Commit) -> Result<(), Refused> {
+    let answers = |calls: &[ToolEntry], results: &[ToolEntry]| {
+        calls.len() == results.len()
+            && calls
+                .iter()
+                .zip(results)
+                .all(|(c, r)| c.call_id == r.call_id && c.name == r.name && c.inputs == r.inputs)
+    };
+    if let (Some(before), Some(after)) = (tail, &commit.replace_tail) {
+        if let (Some(old), Some(new)) = (before.tool_results(), after.tool_results()) {
+            let kept = old
+                .iter()
+                .zip(new)
+                .all(|(a, b)| match (&a.result, &b.result) {
+                    (Some(x), Some(y)) => x == y || *y == unstorable_result(x.len()),
+                    (x, y) => x == y,
+                });
+            if !kept {
+                return Err(illegal("the commit changes a stored result"));
+            }
+        }
+    }
+    let mut before = commit.replace_tail.as_ref().or(tail);
+    for m in &commit.append {
+        if let Some(results) = m.tool_results() {
+            let calls = before.and_then(Message::tool_calls);
+            let ok = calls.is_some_and(|c| answers(c, results))
+                && results.iter().all(|r| r.result.is_some());
+            if !ok {
+                return Err(illegal(
+                    "the commit appends results that do not answer the calls before them, \
+                     each with its result",
+                ));
+            }
+        }
+        before = Some(m);
     }
     Ok(())
 }

@@ -185,6 +185,11 @@ pub struct WireError {
     /// `storage`: stored data that cannot be read (changed outside Gatehouse).
     #[serde(default, skip_serializing_if = "is_false")]
     pub corrupt: bool,
+    /// `conflict` to a commit sent again whose first copy was applied, the thread having moved
+    /// on since: `expected` is then the version that commit left (one past the version it was
+    /// made from), and the write landed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub applied: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -220,6 +225,7 @@ impl WireError {
             owner: None,
             newer: None,
             corrupt: false,
+            applied: false,
         }
     }
 

@@ -3,6 +3,8 @@
 //! read like transcripts.
 #![allow(dead_code)]
 
+pub mod forge;
+
 use gatehouse_agent::engine::*;
 use gatehouse_agent::thread::{Message, ToolEntry};
 use serde_json::{Value, json};
@@ -230,11 +232,12 @@ impl Harness {
         Ok(self.drive())
     }
 
-    /// A reload: a fresh engine over what was stored, then recovery.
+    /// A reload: a fresh engine (of the same configuration) over what was stored, then
+    /// recovery.
     pub fn reload(&mut self) {
         self.engine = Engine::new(
             self.tools.clone(),
-            EngineConfig::default(),
+            self.engine.config(),
             self.store.state(),
             9,
         );

@@ -54,11 +54,19 @@ impl Engine {
     }
 
     /// The run is cancelled before this tool began executing: its "started" mark is cleared
-    /// (it never ran) and the run stops; `retry` continues it later.
+    /// (it never ran) and the run stops; `retry` continues it later. On a remote thread the
+    /// store handler cannot tell "it never ran" from a device that ran it and says otherwise,
+    /// so it lets a mark go only with the call's result or a new gate (docs/design.md,
+    /// "Threat model"): the call is gated again, as a cut-off one is.
     pub fn cancel_tool(&mut self, call_id: &str) -> Result<(), EngineError> {
         match &self.phase {
             Phase::WaitingTool(id) if id == call_id => {}
             _ => return Err(unexpected("a cancelled tool")),
+        }
+        if self.config.tools_elsewhere {
+            self.phase = Phase::Idle;
+            self.recover(self.now);
+            return Ok(());
         }
         if let Some(run) = &mut self.state.run {
             run.started = None;

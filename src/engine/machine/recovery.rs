@@ -5,7 +5,10 @@ use super::*;
 
 impl Engine {
     /// On reload: a call whose execution was cut off is re-gated (or, for an idempotent
-    /// tool, left to run again). Returns true when it changed the thread.
+    /// tool, left to run again: not on a remote thread, whose store handler lets a "started"
+    /// mark go only with the call's result or a new gate, since it cannot tell an idempotent
+    /// tool from a device that says so: docs/design.md, "Threat model"). Returns true when it
+    /// changed the thread.
     pub fn recover(&mut self, now_ms: u64) -> bool {
         let Some(call_id) = self.state.run.as_ref().and_then(|r| r.started.clone()) else {
             return false;
@@ -16,11 +19,12 @@ impl Engine {
         let Some(tail) = self.state.tail.clone() else {
             return false;
         };
-        let idempotent = tail
-            .tool_calls()
-            .and_then(|t| t.iter().find(|e| e.call_id == call_id))
-            .and_then(|e| self.tools.get(&e.name))
-            .is_some_and(|t| t.idempotent);
+        let idempotent = !self.config.tools_elsewhere
+            && tail
+                .tool_calls()
+                .and_then(|t| t.iter().find(|e| e.call_id == call_id))
+                .and_then(|e| self.tools.get(&e.name))
+                .is_some_and(|t| t.idempotent);
         if idempotent {
             self.persist(None, Vec::new());
             return true;
