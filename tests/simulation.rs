@@ -23,7 +23,11 @@
 //! 7. at most one live run owns the thread at a time;
 //! 8. the stored thread is well-formed (rows, ids, calls followed by their results);
 //! 9. a run that ended leaves no lease of its own behind;
-//! 10. (devices) a call approved on a device without its tool runs on one that has it.
+//! 10. (devices) a call approved on a device without its tool runs on one that has it;
+//! 11. (devices) a gated call runs only as a person allowed to decide approved it, with the
+//!     inputs it was approved (or edited) for;
+//! 12. (devices) every `decidedBy` in the audit trail is an identity that decided that call;
+//! 13. (devices) an honest device's write is a legal next state (never `illegal_write`).
 //!
 //! With Web Locks, live tabs freeze for any length and the wall clock jumps anywhere. Without
 //! them the fixed seeds keep pauses and forward clock jumps within what the protocol needs
@@ -37,10 +41,15 @@
 //! off that jumps; some without a tool or the model, i.e. `tools_elsewhere` and `model_here:
 //! false`, one in four an approver that may only `decide`) reach one store handler only
 //! through a network that drops, delays (so reorders) and duplicates requests, answers and
-//! change notices. The handler (`devices/server.rs`) applies a request as `server.js` does:
-//! `authorize(action_of)`, the commit-id table (a retry of an applied commit gets its answer),
-//! `stamp_identity`, `remote_writer` and the `MemoryStore` commit rule at the handler's clock,
-//! leases renewed and released at that clock. Tabs mirror `RemoteStore` (one commit id kept
+//! change notices. The handler (`devices/server.rs`) applies a request as `server.js` does
+//! (docs/design.md, "Threat model"): decisions as intents at `/decide`
+//! (`authority::plan_decide`, as the deciding identity), commits authorized as `write`, the
+//! commit log (a commit id answers only its maker, for the same body), the lease's secret and
+//! holder, `stamp_identity`, `remote_writer`, the `MemoryStore` commit rule and
+//! `authority::check_write` at the handler's clock, leases renewed and released at that clock
+//! by the holder of the secret only. Half the seeds add a hostile device that may write but
+//! not decide, and sends forged commits, lease operations with guessed or stolen secrets,
+//! replays of captured requests and decisions it may not make (`devices/hostile.rs`). Tabs mirror `RemoteStore` (one commit id kept
 //! across the 250/1000/3000 ms retries, reads from the copy while unreachable), the driver's
 //! runs over it, the outbox (`run_or_queue`, `flush`, queued results) and the change stream
 //! (`go_on`). Faults: tab and whole-browser crashes, offline spells from seconds to minutes,
@@ -60,6 +69,8 @@
 //! GATEHOUSE_SIM_LOCKS=none cargo test --test simulation replay -- --ignored --nocapture`
 //! (`GATEHOUSE_SIM_TRACE=1` for every event); other variants: `explore` below.
 
+#[path = "support/forge.rs"]
+mod forge;
 #[path = "simulation/mod.rs"]
 mod sim;
 
@@ -166,14 +177,20 @@ fn broken_protocols_are_caught() {
 /// commit ids a retry after a lost answer is a new commit (a false `conflict` for a write
 /// that landed: a message reported refused yet stored, invariant 4, or a `started` mark its
 /// run thinks it never wrote, 6); with leases judged at each device's clock, a device whose
-/// clock is ahead takes over a live run (7), and with that check off an idempotent call runs
-/// beside itself (1).
+/// clock is ahead takes over a live run (7), and with that check off what two live owners
+/// lead to: a message lost or doubled (4), a live run's started mark taken (6), a call run twice
+/// (1) or without its approval (11); with writes not checked as legal next states, the hostile device's
+/// forgeries land: a started mark cleared under a live run (6), results without their calls
+/// (5, 8), and, rarer because those come first, a gated call nobody approved run by an honest
+/// device (11).
 #[test]
 fn broken_remote_protocols_are_caught() {
-    let cases: [(Broken, bool, &[u8], u64); 3] = [
+    let cases: [(Broken, bool, &[u8], u64); 5] = [
         (Broken::NoCommitId, true, &[4, 6], 100),
         (Broken::LeaseJudgedLocally, true, &[7], 100),
-        (Broken::LeaseJudgedLocally, false, &[1], 300),
+        (Broken::LeaseJudgedLocally, false, &[1, 4, 6, 11], 300),
+        (Broken::NoWriteCheck, true, &[5, 6, 8], 100),
+        (Broken::NoWriteCheck, true, &[11], 2000),
     ];
     for (broken, ownership, invariants, seeds) in cases {
         let name = format!("{broken:?} (ownership check {ownership})");
@@ -308,6 +325,7 @@ fn configure_from_env(c: &mut Config) {
         Some("ownership") => Broken::NoOwnership,
         Some("commit-id") => Broken::NoCommitId,
         Some("local-lease") => Broken::LeaseJudgedLocally,
+        Some("write-check") => Broken::NoWriteCheck,
         _ => Broken::No,
     };
     c.check_ownership = env("GATEHOUSE_SIM_NO_OWNERSHIP_CHECK").is_none();

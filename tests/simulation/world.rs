@@ -70,6 +70,9 @@ pub enum Broken {
     /// Devices: leases are written and judged at the writing device's clock, not the
     /// handler's.
     LeaseJudgedLocally,
+    /// Devices: the handler applies any write its store rule allows, without checking it as
+    /// a legal next state (`authority::check_write`): what a hostile device forges lands.
+    NoWriteCheck,
 }
 
 /// How long a live tab may freeze (and how far the wall clock may jump forward).
@@ -132,6 +135,7 @@ impl Config {
             Broken::NoOwnership => v.push("GATEHOUSE_SIM_BROKEN=ownership".into()),
             Broken::NoCommitId => v.push("GATEHOUSE_SIM_BROKEN=commit-id".into()),
             Broken::LeaseJudgedLocally => v.push("GATEHOUSE_SIM_BROKEN=local-lease".into()),
+            Broken::NoWriteCheck => v.push("GATEHOUSE_SIM_BROKEN=write-check".into()),
         }
         if !self.clock_jumps {
             v.push("GATEHOUSE_SIM_NO_JUMPS=1".into());
@@ -229,6 +233,15 @@ pub struct Stats {
     pub applied_after_refusal: u64,
     /// Releases of an earlier run of the same agent that cleared a later run's live lease.
     pub stale_releases: u64,
+    /// The hostile device: seeds with one, requests it sent (forged commits, lease
+    /// operations with guessed or stolen secrets, replays of captured requests, decisions it
+    /// may not make), and of its writes, those the handler refused as illegal and those it
+    /// applied (legal next states).
+    pub hostile_seeds: u64,
+    pub hostile_steps: u64,
+    pub hostile_requests: u64,
+    pub hostile_illegal: u64,
+    pub hostile_applied: u64,
     /// Where the crashed tabs were: their next action.
     pub crash_points: std::collections::BTreeMap<&'static str, u64>,
 }
@@ -283,7 +296,12 @@ impl Stats {
             elsewhere,
             still_queued,
             applied_after_refusal,
-            stale_releases
+            stale_releases,
+            hostile_seeds,
+            hostile_steps,
+            hostile_requests,
+            hostile_illegal,
+            hostile_applied
         );
         self.max_messages = self.max_messages.max(o.max_messages);
         for (k, n) in &o.crash_points {
@@ -367,6 +385,18 @@ impl fmt::Display for Stats {
                 self.stale_releases
             )?;
         }
+        if self.hostile_seeds > 0 {
+            write!(
+                f,
+                "; a hostile device in {} seeds ({} steps): {} requests, {} writes refused as \
+                 illegal, {} applied",
+                self.hostile_seeds,
+                self.hostile_steps,
+                self.hostile_requests,
+                self.hostile_illegal,
+                self.hostile_applied
+            )?;
+        }
         Ok(())
     }
 }
@@ -397,6 +427,9 @@ pub fn invariant_name(n: u8) -> &'static str {
         8 => "the stored thread is well-formed",
         9 => "a run that ended leaves no lease of its own behind",
         10 => "a call approved on a device without its tool runs on one that has it",
+        11 => "a gated call runs only as a person allowed to decide approved it (its inputs)",
+        12 => "decidedBy is an identity that decided that call, never a writer's claim",
+        13 => "an honest device's write is a legal next state (never `illegal_write`)",
         _ => "the simulation's own contract with the engine",
     }
 }

@@ -5,6 +5,7 @@ use super::super::oracle::conversation_problem;
 use super::super::world::THREAD;
 use super::oracle::{ChatEnd, Key};
 use super::world::DevSim;
+use gatehouse_agent::engine::AuditRecord;
 use gatehouse_agent::engine::results::REGATE_REASON;
 use gatehouse_agent::store::Queued;
 use gatehouse_agent::thread::{MessageKind, Role};
@@ -51,6 +52,35 @@ impl DevSim {
         }
         if self.violation.is_none() {
             self.audit_elsewhere();
+        }
+        if self.violation.is_none() {
+            self.audit_deciders();
+        }
+    }
+
+    /// 12: every `decidedBy` in the audit trail is the identity of a person who decided that
+    /// call at `/decide` (never a name a writer put in a commit).
+    fn audit_deciders(&mut self) {
+        let rows = match self.server.store.audit_page(THREAD, None, u32::MAX) {
+            Ok(r) => r,
+            Err(e) => return self.fail(8, format!("audit page: {e}")),
+        };
+        for r in rows {
+            let a: AuditRecord = match serde_json::from_str(&r.json) {
+                Ok(a) => a,
+                Err(e) => return self.fail(8, format!("audit row {}: {e}", r.seq)),
+            };
+            let Some(by) = &a.decided_by else { continue };
+            let known = self.ghost.deciders.get(&a.call_id);
+            if !known.is_some_and(|k| k.contains(by)) {
+                return self.fail(
+                    12,
+                    format!(
+                        "audit record {} says {} decided {}, but the deciders were {known:?}",
+                        a.seq, by, a.call_id
+                    ),
+                );
+            }
         }
     }
 

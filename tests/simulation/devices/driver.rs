@@ -8,8 +8,7 @@ use super::super::actors::{self, Choice, Input};
 use super::network::{Packet, Payload, Req, Resp};
 use super::world::DevSim;
 use gatehouse_agent::engine::{
-    Commit, Decisions, EngineError, ModelOutput, PolicyQuery, Step, ThreadStatus, ToolInvocation,
-    ToolPolicy,
+    Commit, EngineError, ModelOutput, PolicyQuery, Step, ThreadStatus, ToolInvocation, ToolPolicy,
 };
 use gatehouse_agent::store::wire::CommitRequest;
 use gatehouse_agent::store::{
@@ -32,6 +31,8 @@ pub(crate) enum Act {
     Await(Cont),
     /// `RemoteStore::commit`'s pause before sending the same commit again.
     CommitRetry(Box<Sending>),
+    /// `RemoteStore::decide`'s pause before sending the same decisions again.
+    DecideRetry(Box<super::decide::Deciding>),
     Lock,
     CallModel,
     ModelAnswer(Option<ModelOutput>),
@@ -53,6 +54,10 @@ pub(crate) enum Cont {
     History,
     Reload,
     FlushCheck(String, String),
+    /// `RemoteStore::decide`'s answer.
+    Decide(Box<super::decide::Deciding>),
+    /// The hostile device's request.
+    Hostile,
 }
 
 pub(crate) struct Sending {
@@ -125,6 +130,7 @@ impl DevSim {
                 self.on_answer(d, t, cont, Err(unavailable()));
             }
             Act::CommitRetry(s) => self.send_commit(d, t, *s),
+            Act::DecideRetry(s) => self.send_decide(d, t, *s),
             Act::Lock => self.lock(d, t),
             Act::CallModel => self.call_model(d, t),
             Act::ModelAnswer(out) => self.model_answer(d, t, out),
@@ -187,6 +193,10 @@ impl DevSim {
             Cont::Release(res) => {
                 if let Ok(Resp::Leased(ok)) = answer {
                     self.note(Some((d, t)), format!("release: {ok}"));
+                    // A released lease takes its secret with it.
+                    if ok {
+                        self.agent(d, t).token = None;
+                    }
                 }
                 if res.is_err() && self.agent(d, t).engine.is_running() {
                     return self.request(d, t, Req::Load, Cont::FinishReload(res));
@@ -203,6 +213,8 @@ impl DevSim {
             Cont::History => self.history(d, t, answer),
             Cont::Reload => self.reloaded(d, t, answer),
             Cont::FlushCheck(id, text) => self.flush_check(d, t, id, text, answer),
+            Cont::Decide(s) => self.decide_answer(d, t, *s, answer),
+            Cont::Hostile => self.hostile_answer(d, t, answer),
         }
     }
 
@@ -248,6 +260,9 @@ impl DevSim {
     pub(crate) fn human(&mut self, d: usize, t: usize) {
         if self.winding_down {
             return;
+        }
+        if self.devices[d].hostile {
+            return self.hostile_act(d, t);
         }
         let choice = {
             let DevSim {
@@ -296,6 +311,10 @@ impl DevSim {
 
     /// `session::open` after its load: `observe`, then `must_recover`.
     pub(crate) fn open_observe(&mut self, d: usize, t: usize, snap: Snapshot) {
+        if self.devices[d].hostile {
+            // It runs nothing: it forges from what it read.
+            return self.idle(d, t);
+        }
         let config = self.engine_config(d);
         let tools = self.devices[d].tools.clone();
         let machine = self.rng.below(1024);
@@ -423,6 +442,10 @@ impl DevSim {
     /// is `busy` at once (the driver waits up to 2 s when the record shows no lease: not
     /// modelled, a liveness detail).
     pub(crate) fn lock(&mut self, d: usize, t: usize) {
+        if matches!(self.run_of(d, t).input, Some(RunInput::Decide(_))) {
+            // A remote decision takes no lock and no lease: it is an intent (`decide.rs`).
+            return self.decide(d, t);
+        }
         let serial = self.agent(d, t).serial;
         if self.devices[d].lock.is_some() {
             self.stats.busy += 1;
@@ -441,9 +464,8 @@ impl DevSim {
         let e = &mut self.agent(d, t).engine;
         let r: Result<(), EngineError> = match input {
             RunInput::Chat(text, id) => e.user_message_as(&text, id, wall),
-            RunInput::Decide(v) => {
-                Decisions::from_json(&v).and_then(|x| e.submit_decisions(&x, wall, None))
-            }
+            // Sent as an intent (`decide.rs`), never applied here.
+            RunInput::Decide(_) => unreachable!("decisions go to the handler"),
             RunInput::Retry => e.retry(wall),
             RunInput::Recover => {
                 e.recover(wall);

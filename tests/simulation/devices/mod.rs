@@ -5,11 +5,14 @@
 //! (`network.rs`) that drops, delays, reorders and duplicates requests, answers and change
 //! notices. Devices go offline, tabs and whole browsers crash and reopen, the handler restarts.
 //! The remote protocol is mirrored step by step in `driver.rs` and `outbox.rs`; the invariants
-//! are in `oracle.rs`.
+//! are in `oracle.rs`. Half the seeds add a hostile device (`hostile.rs`) that writes but may
+//! not decide, and sends forged commits, stolen secrets and replays.
 
 mod audit;
+mod decide;
 mod driver;
 mod faults;
+mod hostile;
 mod network;
 mod oracle;
 mod outbox;

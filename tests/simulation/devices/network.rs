@@ -3,6 +3,7 @@
 //! offline neither sends nor receives. The handler's change notices travel the same way.
 
 use super::super::rng::Rng;
+use gatehouse_agent::store::authority::DecideRequest;
 use gatehouse_agent::store::wire::{CommitRequest, LeaseRequest};
 use gatehouse_agent::store::{MessageRow, Snapshot, StoreError, ThreadRecord};
 
@@ -18,6 +19,8 @@ pub enum Req {
     Commit(Box<CommitRequest>, f64),
     /// `POST B/threads/{id}/lease`.
     Lease(LeaseRequest, f64),
+    /// `POST B/threads/{id}/decide`: decisions as an intent.
+    Decide(Box<DecideRequest>),
 }
 
 impl Req {
@@ -27,6 +30,7 @@ impl Req {
             Req::Rows { before, limit } => format!("rows(before {before:?}, {limit})"),
             Req::Commit(c, _) => format!("commit {} from v{}", c.commit_id, c.expected_version),
             Req::Lease(l, _) => format!("lease {:?}", l.op),
+            Req::Decide(r) => format!("decide {} {}", r.commit_id, r.decisions),
         }
     }
 }
@@ -36,7 +40,10 @@ impl Req {
 pub enum Resp {
     Loaded(Box<Snapshot>),
     Rows(Vec<MessageRow>),
-    Committed(Box<ThreadRecord>),
+    /// The record, and the lease's secret for its holder.
+    Committed(Box<ThreadRecord>, Option<String>),
+    /// `/decide`'s answer: the thread as the handler wrote it.
+    Decided(Box<Snapshot>),
     Leased(bool),
     Refused(StoreError),
 }

@@ -14,7 +14,7 @@ use gatehouse_agent::store::wire::LeaseOp;
 use gatehouse_agent::store::{LEASE_MS, Queued, ThreadRecord};
 use gatehouse_agent::thread::{ApprovalState, Message, MessageKind, Role, ToolEntry};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// (the `tool_call` message id, the call id).
 pub(crate) type Key = (String, String);
@@ -87,9 +87,16 @@ pub(crate) struct Ghost {
     /// commits' answers, so a delayed copy of a refused commit is planned afresh and may
     /// apply after its sender was told it was refused: counted, and excepted from 4.
     pub refused: BTreeSet<String>,
+    /// Approvals people made at `/decide`: (the call's message id, its id, the inputs it was
+    /// approved or edited for, as JSON). 11: a gated call runs only with one of them.
+    pub approved: BTreeSet<(String, String, String)>,
+    /// Who decided each call (approved or rejected it) at `/decide`. 12: `decidedBy`.
+    pub deciders: BTreeMap<String, BTreeSet<String>>,
 }
 
 const LEASE: u64 = LEASE_MS as u64;
+/// Marks the owner of a "started" mark the hostile device wrote.
+const HOSTILE: &str = "hostile:";
 
 impl DevSim {
     pub(crate) fn register_chat(&mut self, d: usize, text: &str, id: &str) -> usize {
@@ -140,6 +147,30 @@ impl DevSim {
             let a = self.agent(d, t);
             (a.serial, a.me.clone())
         };
+        // 11: a gated call (its stored entry was gated, or the journal says so) runs only as
+        // a person approved it at `/decide`, with exactly those inputs.
+        let record = self.server.store.record(THREAD, self.server_wall() as f64);
+        let journal_gated = record
+            .run
+            .as_ref()
+            .is_some_and(|r| r.call_message_id.as_str() == key.0 && r.gated.contains(&inv.call_id));
+        let entry_gated = self
+            .mirror_entry(&key)
+            .is_some_and(|e| e.approval.is_some());
+        if journal_gated || entry_gated {
+            let inputs = serde_json::to_string(&inv.inputs).unwrap_or_default();
+            let paid = (key.0.clone(), key.1.clone(), inputs);
+            if !self.ghost.approved.contains(&paid) {
+                self.fail(
+                    11,
+                    format!(
+                        "gated call {key:?} ({}) runs on device{d} with {} although no person \
+                         approved it with those inputs",
+                        inv.tool, paid.2
+                    ),
+                );
+            }
+        }
         if self.devices[d].tools.get(&inv.tool).is_none() {
             self.fail(
                 10,
@@ -226,7 +257,13 @@ impl DevSim {
                 }
                 _ => {}
             },
-            Applied::Commit { request, record } => {
+            Applied::Illegal(_) => {}
+            Applied::Commit {
+                request,
+                record,
+                who,
+                decided,
+            } => {
                 let owner = request.owner.clone();
                 let late = self.ghost.refused.contains(&request.commit_id);
                 if late {
@@ -275,7 +312,56 @@ impl DevSim {
                     run,
                     refreshed: self.real,
                 });
+                let before = self.ghost.mirror.last().cloned();
                 self.follow(d, run, &owner, &request.commit, &record);
+                if let Some(calls) = decided {
+                    self.decided(before, &who, &calls);
+                }
+            }
+        }
+    }
+
+    /// A person decided `calls` at `/decide` (new decisions, or revisions of ones not acted
+    /// on yet): who decided each, and the inputs of those it leaves approved (edited ones with
+    /// their new inputs); a call it leaves rejected has no approval left.
+    fn decided(&mut self, before: Option<Message>, who: &str, calls: &[String]) {
+        // The calls' message as the decision left it (rejections' results may follow it).
+        let Some(before) = before else { return };
+        let Some(after) = self
+            .ghost
+            .mirror
+            .iter()
+            .rev()
+            .find(|m| m.id == before.id)
+            .cloned()
+        else {
+            return;
+        };
+        let msg = after.id.as_str().to_owned();
+        for e in after.tool_calls().unwrap_or(&[]) {
+            if !calls.contains(&e.call_id) {
+                continue;
+            }
+            let state = e.approval_state();
+            if !matches!(
+                state,
+                Some(ApprovalState::Approved | ApprovalState::Rejected)
+            ) {
+                continue;
+            }
+            self.ghost
+                .deciders
+                .entry(e.call_id.clone())
+                .or_default()
+                .insert(who.to_owned());
+            self.ghost
+                .approved
+                .retain(|(m, id, _)| !(*m == msg && *id == e.call_id));
+            if state == Some(ApprovalState::Approved) {
+                let inputs = serde_json::to_string(&e.inputs).unwrap_or_default();
+                self.ghost
+                    .approved
+                    .insert((msg.clone(), e.call_id.clone(), inputs));
             }
         }
     }
@@ -368,9 +454,16 @@ impl DevSim {
                 if let Some(p) = prev.filter(|p| p.owner != owner || p.run != run) {
                     self.check_recovered(&p.key, record);
                 }
+                // A mark the hostile device set (legal: a writer holding the lease starts an
+                // approved call) belongs to no run: 6 does not apply to it, but the write
+                // that replaces it must recover it.
+                let hostile = self.devices[d].hostile;
                 self.ghost.started = new.map(|key| Mark {
                     key,
-                    owner: owner.to_owned(),
+                    owner: match hostile {
+                        true => format!("{HOSTILE}{owner}"),
+                        false => owner.to_owned(),
+                    },
                     run,
                 });
             }
@@ -461,6 +554,9 @@ impl DevSim {
     /// lost contact with the handler.
     pub(crate) fn check_step(&mut self) {
         let Some(m) = &self.ghost.started else { return };
+        if m.owner.starts_with(HOSTILE) {
+            return;
+        }
         let Some(a) = self.alive(&m.owner) else {
             return;
         };

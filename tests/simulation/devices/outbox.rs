@@ -235,6 +235,9 @@ impl DevSim {
 
     /// `live::notice`: a view that is not running and not at `version` reloads.
     pub(crate) fn notice(&mut self, d: usize, t: usize, version: u64) {
+        if self.devices[d].hostile {
+            return;
+        }
         let stale = self.devices[d].tabs[t]
             .agent
             .as_ref()
@@ -279,6 +282,9 @@ impl DevSim {
         }
         self.devices[d].stream = true;
         self.devices[d].stream_wait = 500;
+        if self.devices[d].hostile {
+            return;
+        }
         for t in 0..self.devices[d].tabs.len() {
             if self.tab_idle(d, t) {
                 self.request(d, t, Req::Load, Cont::Reload);
@@ -299,13 +305,19 @@ impl DevSim {
                 let label = req.label();
                 let commit_id = match &req {
                     Req::Commit(c, _) => Some(c.commit_id.clone()),
+                    Req::Decide(r) => Some(r.commit_id.clone()),
                     _ => None,
                 };
+                let hostile = self.devices[d].hostile;
+                if !hostile {
+                    self.loot.saw_request(&req);
+                }
                 let (resp, applied) = {
                     let dev = &self.devices[d];
                     let who = Identity {
                         name: &dev.name,
                         may_write: dev.may_write,
+                        may_decide: dev.may_decide,
                     };
                     let now = self.server_wall() as f64;
                     let local = self.cfg.broken == Broken::LeaseJudgedLocally;
@@ -321,6 +333,21 @@ impl DevSim {
                     ),
                     _ => None,
                 };
+                match (&applied, hostile) {
+                    (Applied::Illegal(why), true) => {
+                        self.stats.hostile_illegal += 1;
+                        self.note(Some((d, t)), format!("handler: illegal_write: {why}"));
+                    }
+                    (Applied::Commit { .. }, true) => self.stats.hostile_applied += 1,
+                    (Applied::Illegal(why), false) => {
+                        return self.fail(
+                            13,
+                            format!("the handler refused an honest write ({label}): {why}"),
+                        );
+                    }
+                    (_, false) => self.loot.saw_answer(&resp),
+                    _ => {}
+                }
                 if matches!(applied, Applied::Commit { .. } | Applied::Deduped) {
                     self.note(
                         Some((d, t)),

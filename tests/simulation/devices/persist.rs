@@ -11,7 +11,7 @@ use gatehouse_agent::store::wire::CommitRequest;
 use gatehouse_agent::store::{Snapshot, StoreError};
 
 /// `COMMIT_RETRIES_MS` in src/store/remote.rs.
-const COMMIT_RETRIES_MS: [u64; 3] = [250, 1_000, 3_000];
+pub(crate) const COMMIT_RETRIES_MS: [u64; 3] = [250, 1_000, 3_000];
 
 impl DevSim {
     /// `step::persist` → `RemoteStore::commit`: one commit id, kept across its retries.
@@ -49,6 +49,8 @@ impl DevSim {
             // Every attempt looks new to the handler.
             s.request.commit_id = self.commit_id(d, t);
         }
+        // The lease's secret, as `RemoteStore` holds it when the request is sent.
+        s.request.lease_token = self.agent(d, t).token.clone();
         let wall = self.wall(d) as f64;
         let req = Req::Commit(Box::new(s.request.clone()), wall);
         self.request(d, t, req, Cont::Commit(Box::new(s)));
@@ -63,7 +65,8 @@ impl DevSim {
     ) {
         let what = super::super::oracle::describe(&s.commit, s.keep);
         match answer {
-            Ok(Resp::Committed(record)) => {
+            Ok(Resp::Committed(record, token)) => {
+                self.agent(d, t).token = token;
                 self.note(
                     Some((d, t)),
                     format!(
@@ -160,8 +163,28 @@ impl DevSim {
         e: StoreError,
         answer: Result<Resp, StoreError>,
     ) {
-        if let Some(snap) = self.loaded(d, answer) {
+        let version = self.agent(d, t).version;
+        let reloaded = matches!(answer, Ok(Resp::Loaded(_)));
+        let loaded = self.loaded(d, answer);
+        // `step::persist`: a commit sent again whose first copy was applied, the thread having
+        // moved on since (`conflict` with the version it left): it landed; the run ends with
+        // the thread as it now stands.
+        let landed = matches!(e, StoreError::Conflict { expected, .. } if expected == version + 1);
+        if let Some(snap) = loaded {
             self.take(d, t, &snap);
+        }
+        if landed {
+            // It landed, so it is not refused (the conflict stands when the thread could not
+            // be read).
+            self.note(
+                Some((d, t)),
+                "the commit had landed; the thread moved on".into(),
+            );
+            self.run_of(d, t).admission = Admit::Done;
+            return match reloaded {
+                true => self.drive_on(d, t),
+                false => self.end_drive(d, t, Err("conflict")),
+            };
         }
         let refusal = matches!(e, StoreError::Conflict { .. } | StoreError::Owned { .. });
         let code = code_of(&e);

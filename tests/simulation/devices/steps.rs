@@ -155,7 +155,7 @@ impl DevSim {
                     owner: me,
                     op: LeaseOp::Release,
                     version: Some(version),
-                    lease_token: None,
+                    lease_token: self.agent(d, t).token.clone(),
                 },
                 self.wall(d) as f64,
             );
@@ -221,7 +221,7 @@ impl DevSim {
                 owner: me,
                 op: LeaseOp::Renew,
                 version: None,
-                lease_token: None,
+                lease_token: self.agent(d, t).token.clone(),
             },
             self.wall(d) as f64,
         );

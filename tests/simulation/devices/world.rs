@@ -7,7 +7,7 @@
 
 use super::super::actors;
 use super::super::rng::Rng;
-use super::super::world::{Config, Report, Stats, T0, Violation};
+use super::super::world::{Broken, Config, Report, Stats, T0, Violation};
 use super::network::{Network, Packet, Payload, Weather};
 use super::oracle::Ghost;
 use super::outbox::Flush;
@@ -42,6 +42,9 @@ pub(crate) struct Agent {
     pub flush_at: Option<u64>,
     /// Results whose write was refused or could not reach the handler (`Session::refused`).
     pub refused: Vec<(String, String)>,
+    /// The lease's secret the handler gave this agent (`RemoteStore`'s `Tokens`): in memory
+    /// only, gone with the page.
+    pub token: Option<String>,
 }
 
 pub(crate) struct Tab {
@@ -61,6 +64,12 @@ pub(crate) struct Device {
     pub model_here: bool,
     /// `authorize` lets it `write` (else only `decide`: an approver).
     pub may_write: bool,
+    /// `authorize` lets it `decide` (every device but the hostile one).
+    pub may_decide: bool,
+    /// A hostile device (`hostile.rs`): a signed-in user with `write` only, whose modified
+    /// client sends forged commits, lease operations with guessed or stolen secrets, and
+    /// replays of requests it captured.
+    pub hostile: bool,
     /// The serial of the tab holding this device's Web Lock of the thread.
     pub lock: Option<u64>,
     /// In the IndexedDB copy: survives crashes.
@@ -97,6 +106,8 @@ pub struct DevSim {
     trace: VecDeque<String>,
     pub(crate) violation: Option<Violation>,
     pub(crate) ghost: Ghost,
+    /// What the hostile device saw on the wire.
+    pub(crate) loot: super::hostile::Loot,
 }
 
 #[derive(Clone, Copy)]
@@ -135,7 +146,7 @@ impl DevSim {
         );
         let max_steps = cfg.max_steps.unwrap_or(10);
         let mut sim = DevSim {
-            server: Server::new(db),
+            server: Server::new(db, cfg.seed),
             net: Network::default(),
             weather: STORMY,
             cfg,
@@ -157,6 +168,7 @@ impl DevSim {
             trace: VecDeque::new(),
             violation: None,
             ghost: Ghost::default(),
+            loot: Default::default(),
         };
         let n = sim.cfg.tabs.unwrap_or(2 + sim.rng.index(3));
         for d in 0..n {
@@ -181,6 +193,17 @@ impl DevSim {
             };
             let tabs = 1 + sim.rng.index(2);
             sim.add_device(d, lacks, model_here, may_write, skew, tabs);
+        }
+        sim.server.check_writes = sim.cfg.broken != Broken::NoWriteCheck;
+        // Half the seeds (all of them with the write check broken) have a hostile device.
+        if sim.cfg.broken == Broken::NoWriteCheck || sim.rng.chance(500) {
+            let d = sim.devices.len();
+            sim.stats.hostile_seeds += 1;
+            sim.add_device(d, TOOLS.to_vec(), false, true, 0, 1);
+            let dev = &mut sim.devices[d];
+            dev.name = format!("mallory@device{d}");
+            dev.may_decide = false;
+            dev.hostile = true;
         }
         sim
     }
@@ -210,6 +233,8 @@ impl DevSim {
             tools: ToolSet::new(specs),
             model_here,
             may_write,
+            may_decide: true,
+            hostile: false,
             lock: None,
             outbox: Vec::new(),
             copy: None,
@@ -256,6 +281,9 @@ impl DevSim {
         }
         self.stats.seeds = 1;
         self.stats.steps = self.step;
+        if self.stats.hostile_seeds > 0 {
+            self.stats.hostile_steps = self.step;
+        }
         self.stats.max_messages = self.ghost.mirror.len() as u64;
         self.stats.executions_cut = self.ghost.execs.iter().filter(|e| e.cut).count() as u64;
         self.stats.net_dropped = self.net.dropped;
@@ -526,6 +554,7 @@ impl DevSim {
             flush: None,
             flush_at: None,
             refused: Vec::new(),
+            token: None,
         });
         self.stats.opens += 1;
         self.note(Some((d, t)), "opens the thread".into());
