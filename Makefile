@@ -3,9 +3,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
 .PHONY: test setup setup-build setup-browser setup-postgres setup-model setup-runtimes test-runtimes test-server test-remote demo-remote test-native check-core-pure check-wasm pkg test-types test-model-server test-example \
-	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate simulate-hostile test-mcp test-local
+	test-node test-browser-store test-browser test-demo test-package demo bench fmt simulate simulate-hostile test-mcp test-local \
+	test-js check
 
-test: setup test-native check-core-pure check-wasm test-model-server pkg test-types \
+test: setup test-native check-core-pure check-wasm test-js test-model-server pkg test-types \
 	test-node test-server test-runtimes test-remote test-browser-store test-browser test-demo test-package test-example test-local \
 	test-browser-store-engines test-browser-engines test-demo-engines
 
@@ -35,6 +36,20 @@ setup-runtimes:
 setup-browser:
 	./scripts/setup-browser.sh
 
+# The fast loop, before a commit (no wasm package build, no browser, no Postgres): formatting,
+# clippy on native and wasm with warnings denied, the Rust tests, the JS unit tests.
+check: setup-build
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
+	cargo test --all-targets
+	node --test tests/js/
+
+# The hand-written JS's own unit tests (tests/js), on what the package ships, with no wasm
+# build: the message reducer of the React hook and the chat view, on recorded event streams.
+test-js: setup-build
+	node --test tests/js/
+
 test-native:
 	cargo fmt --check
 	cargo test --all-targets
@@ -56,7 +71,9 @@ check-wasm:
 	cargo build --lib --target wasm32-unknown-unknown --no-default-features
 	cargo build --lib --target wasm32-unknown-unknown --no-default-features --features browser
 
-pkg:
+# Every target installs what it needs (idempotent, instant once installed), so each works
+# from a fresh clone.
+pkg: setup-build
 	./scripts/build-pkg.sh
 
 # The .d.ts as users see it: a usage file, what must and must not compile (strict.ts), every
@@ -72,7 +89,7 @@ test-types: pkg
 	@if grep -lE 'wasm_bindgen__|__wbindgen|__wbg_' pkg/*.d.ts; then echo "wasm internals in the shipped types"; exit 1; fi
 	@echo "types: ok"
 
-test-model-server:
+test-model-server: setup-build
 	node --test tests/model-server/
 
 # The package in Node with the memory store.
@@ -81,7 +98,7 @@ test-node: pkg
 
 # The store handler (gatehouse-agent/server) over a throwaway Postgres, through a real pg.Pool
 # and a real http server (tests/server; tests/support/postgres.mjs starts the cluster).
-test-server: pkg
+test-server: pkg setup-postgres
 	node --test tests/server/
 
 # The store handler in Deno, Bun, Hono on Node, a Next.js route handler (next dev) and a
@@ -94,20 +111,20 @@ test-runtimes: pkg setup-runtimes setup-postgres
 
 # Devices on one remote thread (docs/design.md, "Across devices"): browser contexts in
 # Chromium against the store handler over a throwaway Postgres.
-test-remote: pkg
+test-remote: pkg setup-browser setup-postgres
 	node --test tests/remote/
 
 # The Rust tests that need a browser, in headless Chromium (wasm-bindgen-test): the store
 # contract suite on IndexedDB and memory, the IndexedDB-only tests, the Rust API. The script's
 # one retry, the same in every engine, is only for a page that never reported; a failure is
 # never retried.
-test-browser-store: pkg
+test-browser-store: pkg setup-browser
 	./scripts/wasm-browser-test.sh chromium
 
 .PHONY: test-browser-store-engines test-browser-engines test-demo-engines test-browsers
 
 # The same in Firefox ESR (geckodriver) and WebKitGTK (WebKitWebDriver, Xvfb).
-test-browser-store-engines: pkg
+test-browser-store-engines: pkg setup-browser
 	@echo "IndexedDB store tests in $$(firefox-esr --version)"
 	./scripts/wasm-browser-test.sh firefox
 	@echo "IndexedDB store tests in WebKitGTK $$(dpkg-query -W -f='$${Version}' libwebkit2gtk-4.1-0 | sed 's/-.*//')"
@@ -116,30 +133,30 @@ test-browser-store-engines: pkg
 # The core browser scenarios (CORE in tests/browser/run.mjs), the stress test shortened to
 # ENGINE_STRESS_SECONDS with Web Locks and half of it without, in Firefox ESR and WebKitGTK.
 ENGINE_STRESS_SECONDS ?= 20
-test-browser-engines: pkg
+test-browser-engines: pkg setup-browser
 	fail=0; for engine in firefox webkit; do \
 	  GATEHOUSE_STRESS_SECONDS=$(ENGINE_STRESS_SECONDS) GATEHOUSE_STRESS_NOLOCK_SECONDS=$$(($(ENGINE_STRESS_SECONDS) / 2)) \
 	    node tests/browser/run.mjs --browser $$engine --core || fail=1; \
 	done; exit $$fail
 
 # The demo's smoke test (tests/demo/engines.test.mjs; `make test-demo` runs it in Chromium).
-test-demo-engines: pkg
+test-demo-engines: pkg setup-browser
 	GATEHOUSE_BROWSER=firefox node tests/demo/run.mjs engines
 	GATEHOUSE_BROWSER=webkit xvfb-run -a node tests/demo/run.mjs engines
 
 # Everything browser-side in all three engines: the store tests, the whole end-to-end suite and
 # the demo's smoke test.
-test-browsers: pkg test-browser-store test-browser-store-engines test-demo-engines
+test-browsers: pkg setup-browser test-browser-store test-browser-store-engines test-demo-engines
 	fail=0; for engine in chromium firefox webkit; do node tests/browser/run.mjs --browser $$engine || fail=1; done; exit $$fail
 
 # The JS API end to end in headless Chromium against the local model server.
-test-browser: pkg
+test-browser: pkg setup-browser
 	node tests/browser/run.mjs
 
 # Only the MCP scenarios (they also run in test-browser, test-browser-engines' core and
 # test-demo): the browser suite's and the demo's, against tests/mcp/server.mjs, the MCP
 # TypeScript SDK's server, which each test file starts and stops itself.
-test-mcp: pkg
+test-mcp: pkg setup-browser
 	node tests/browser/run.mjs tests/browser/mcp.test.mjs
 	node tests/demo/run.mjs mcp
 
@@ -147,14 +164,14 @@ test-mcp: pkg
 # it loads, then load with progress, offline, a gated call, abort and bad files in headless
 # Chromium with the test model (make setup-model), and the demo's in-browser model setting;
 # load and answer in Firefox ESR and in WebKitGTK (wllama's compat build, vendored).
-test-local: pkg setup-model
+test-local: pkg setup-browser setup-model
 	node --test tests/local/size.test.mjs
 	node --test --test-concurrency=1 tests/local/local.test.mjs tests/local/demo.test.mjs
 	GATEHOUSE_BROWSER=firefox node --test tests/local/engines.test.mjs
 	GATEHOUSE_BROWSER=webkit xvfb-run -a node --test tests/local/engines.test.mjs
 
 # The demo app, the widget and offline use, end to end.
-test-demo: pkg
+test-demo: pkg setup-browser
 	node tests/demo/run.mjs
 
 # Builds the package and serves the demo chat (PORT=8080 by default); installs no browser.
@@ -167,11 +184,11 @@ demo-remote: setup-build setup-postgres pkg
 
 # The example Rust web app (examples/web-chat), built with cargo and the wasm-bindgen CLI and
 # driven in headless Chromium through an approval and a reload mid-approval.
-test-example:
+test-example: setup-build setup-browser
 	node --test tests/example/
 
 # The packed tarball installed into a Vite app and a plain page, a chat with an approval in each.
-test-package: pkg
+test-package: pkg setup-browser
 	node tests/package/run.mjs
 
 # Benchmarks against the Vercel AI SDK (an app that persists like Gatehouse and one in memory)

@@ -19,6 +19,7 @@ import { Fragment, createElement as h, useCallback, useEffect, useLayoutEffect, 
 import { createPortal } from "react-dom";
 import init, { Agent, GatehouseError, isGatehouseError } from "./gatehouse.js";
 import { ApprovalCards as CardsKit, ChatView as ChatKit, Composer as ComposerKit, isSuspended } from "./ui/index.js";
+import { messagesAfter } from "./ui/messages.js";
 
 const PAGE = 50; // messages per page of `messages` (`pageSize` option)
 const SESSION = Symbol("gatehouse.session"); // the hook's session, for the components
@@ -64,13 +65,6 @@ function mergeTail(have, page) {
   return at >= 0 ? have.slice(0, at).concat(page) : page;
 }
 
-function upsert(messages, message) {
-  const at = messages.findIndex((m) => m.__id === message.__id);
-  if (at < 0) return [...messages, message];
-  const next = messages.slice();
-  next[at] = message;
-  return next;
-}
 
 /** One opened thread: the agent, its view of it, the running calls. */
 class Session {
@@ -207,8 +201,8 @@ class Session {
       onEvent?.(event);
       if (this.closed) return;
       if (event.type === "text_delta") this.#set({ streamingText: this.state.streamingText + event.delta });
-      else if (event.type === "message") this.#set({ streamingText: "", messages: upsert(this.state.messages, event.message) });
-      else if (event.type === "message_updated") this.#set({ messages: upsert(this.state.messages, event.message) });
+      else if (event.type === "message") this.#set({ streamingText: "", messages: messagesAfter(this.state.messages, event) });
+      else if (event.type === "message_updated") this.#set({ messages: messagesAfter(this.state.messages, event) });
     };
     try {
       const options = { signal: abort.signal, onEvent: events };

@@ -287,7 +287,11 @@ fn results_answer_the_calls_before_them_each_with_its_result() {
         let e = h.write(&commit_of(&s, vec![m], None), false, "mallory");
         assert_eq!(e.unwrap_err().code(), "illegal_write", "{what}");
     }
-    assert_eq!(h.snap().record.version, s.record.version, "nothing was written");
+    assert_eq!(
+        h.snap().record.version,
+        s.record.version,
+        "nothing was written"
+    );
 }
 
 #[test]

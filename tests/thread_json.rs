@@ -139,7 +139,8 @@ fn other_content_blocks_and_text_meta_survive_a_round_trip() {
 
 #[test]
 fn a_neuron_reloaded_message_is_read_and_written_in_the_documented_order() {
-    // Neuron 3.x reloads write `type` and `tools` before `role` (research/neuron.md §1.2).
+    // Neuron 3.x reloads write `type` and `tools` before `role` (the order its serializer
+    // writes the keys in: docs/design.md, "The thread JSON").
     let reloaded = r#"{"__id":"msg_1","type":"tool_call","tools":[{"callId":"a","name":"x","description":null,"parameters":[],"inputs":[],"result":null}],"role":"assistant","content":[]}"#;
     let m: Message = serde_json::from_str(reloaded).unwrap();
     assert_eq!(

@@ -8,7 +8,7 @@
 // and, if any file changed (e.g. the SDK was rebuilt), replaces the cached copies and
 // tells the page, which offers a reload. The running page is never given a mix of files.
 
-const VERSION = 'gatehouse-demo-v7';
+const VERSION = 'gatehouse-demo-v8';
 const FILES = [
   './',
   './index.html',
@@ -39,6 +39,7 @@ const FILES = [
   '../pkg/ui/errors.js',
   '../pkg/ui/markdown.js',
   '../pkg/ui/message-list.js',
+  '../pkg/ui/messages.js',
   '../pkg/ui/widget.js',
   '../pkg/ui/element.js',
   '../pkg/ui/gatehouse.css',

@@ -7,15 +7,13 @@
 import { Announcer } from './announcer.js';
 import { ApprovalCards, h, isSuspended } from './cards.js';
 import { Composer } from './composer.js';
-import { describeError, retryNote } from './errors.js';
+import { describeError, isGatehouseError, retryNote } from './errors.js';
 import { setMarkdown } from './markdown.js';
 import { MessageList, messageText } from './message-list.js';
+import { messagesAfter } from './messages.js';
 
 const PAGE = 200; // messages shown; older ones stay in IndexedDB
 
-function isGatehouseError(e) {
-  return e && e.name === 'GatehouseError';
-}
 
 export class ChatView {
   /**
@@ -386,16 +384,15 @@ export class ChatView {
       }
       case 'message': {
         this.#endStream();
-        this.messages.push(ev.message);
+        // By id: a message a live reload showed already is not shown twice.
+        this.messages = messagesAfter(this.messages, ev);
         this.render();
         // A finished answer is announced once, as the text it shows.
         if (ev.message.role === 'assistant') this.announcer.say(this.log.shownText(ev.message));
         break;
       }
       case 'message_updated': {
-        const i = this.messages.findIndex((m) => m.__id === ev.message.__id);
-        if (i >= 0) this.messages[i] = ev.message;
-        else this.messages.push(ev.message);
+        this.messages = messagesAfter(this.messages, ev);
         this.render();
         break;
       }

@@ -1,7 +1,8 @@
 // What the chat view says about a failed call and a retry, in words a person can act on:
 // a key the server refused points to the settings, a rate limit says when the next try is.
 
-function isGatehouseError(e) {
+/** A GatehouseError of any build of the package (by name: the kit may meet another copy's). */
+export function isGatehouseError(e) {
   return !!e && e.name === 'GatehouseError';
 }
 

@@ -156,7 +156,9 @@ pub fn check_message(g: &Session, text: &str) -> Result<(), AgentError> {
     let sized = [Sized::of(&m, m.to_json_string().len())];
     match context::select(&sized, true, fixed, g.model.cfg.input_budget()) {
         Selection::Overflow { tokens, budget, .. } => Err(AgentError::ContextOverflow(format!(
-            "this message and the instructions and tools need about {tokens} tokens, more than              the {budget} the model's context window of {} tokens leaves for the input; it was              not stored or sent",
+            "this message and the instructions and tools need about {tokens} tokens, more than \
+             the {budget} the model's context window of {} tokens leaves for the input; it was \
+             not stored or sent",
             g.model.cfg.context_window()
         ))),
         Selection::Start(_) | Selection::NeedMore => Ok(()),

@@ -1,0 +1,18 @@
+// The demo's service worker (www/sw.js) caches the package's modules by name for offline use:
+// a module added to the UI kit and not listed there breaks the offline demo (found when
+// ui/messages.js was added). Every shipped UI module is listed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+test('www/sw.js caches every module of the UI kit', () => {
+  const sw = fs.readFileSync(path.join(root, 'www/sw.js'), 'utf8');
+  const listed = new Set([...sw.matchAll(/'\.\.\/pkg\/(ui\/[^']+)'/g)].map((m) => m[1]));
+  const shipped = fs.readdirSync(path.join(root, 'pkg-template/ui'))
+    .filter((f) => f.endsWith('.js') || f.endsWith('.css')).map((f) => `ui/${f}`);
+  assert.deepEqual(shipped.filter((f) => !listed.has(f)), []);
+});
