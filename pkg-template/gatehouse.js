@@ -50,6 +50,36 @@ export function initSync(input) {
   loaded = true;
 }
 
+// A trap (a Rust panic, compiled to `unreachable`, or any other wasm fault) leaves the module in
+// a state nothing vouches for: it is reported as a GatehouseError `internal`, and every later
+// call is `internal` too, until the page (or worker) loads the module again. Stored threads are
+// intact: each write is one transaction (README, "Errors").
+let trapped = null;
+
+function internal() {
+  return new GatehouseError("internal", "Gatehouse stopped after an internal error" +
+    ` (${trapped}); reload the page to use it again. Stored threads are intact.`, false);
+}
+
+/** Runs `f`, a call into the wasm: a trap becomes `internal` (and so does every call after). */
+function guard(f) {
+  if (trapped) throw internal();
+  try {
+    const out = f();
+    return out && typeof out.then === "function" ? out.catch(rethrow) : out;
+  } catch (e) {
+    return rethrow(e);
+  }
+}
+
+function rethrow(e) {
+  if (e instanceof WebAssembly.RuntimeError) {
+    trapped ??= e.message || "a wasm trap";
+    throw internal();
+  }
+  throw e;
+}
+
 async function initialized() {
   if (!ready) {
     throw new GatehouseError(
@@ -86,17 +116,17 @@ export class Agent {
       const invalid = (m) => new GatehouseError("invalid_config", `invalid configuration: Agent.open: ${m}`, false);
       options = { ...options, model: localModel(options.model, invalid) };
     }
-    return new Agent(await Core.open(options));
+    return new Agent(await guard(() => Core.open(options)));
   }
 
   static async listThreads(storage) {
     await initialized();
-    return Core.listThreads(storage);
+    return guard(() => Core.listThreads(storage));
   }
 
   static async deleteThread(threadId, storage) {
     await initialized();
-    return Core.deleteThread(threadId, storage);
+    return guard(() => Core.deleteThread(threadId, storage));
   }
 
   static subscribeThreads(storage, listener) {
@@ -110,7 +140,8 @@ export class Agent {
     if (typeof listener !== "function") {
       throw new GatehouseError("invalid_config", "subscribeThreads(storage, listener): the listener must be a function", false);
     }
-    return Core.subscribeThreads(storage, listener);
+    const stop = guard(() => Core.subscribeThreads(storage, listener));
+    return () => guard(stop);
   }
 
   #live(method) {
@@ -124,7 +155,7 @@ export class Agent {
     const core = this.#live(method);
     this.#calls++;
     try {
-      return await core[method](...args);
+      return await guard(() => core[method](...args));
     } finally {
       if (--this.#calls === 0 && this.#disposed) this.#release();
     }
@@ -139,20 +170,21 @@ export class Agent {
   audit(...a) { return this.#run("audit", a); }
   setToolPolicy(...a) { return this.#run("setToolPolicy", a); }
   refresh(...a) { return this.#run("refresh", a); }
-  pendingTools() { return this.#live("pendingTools").pendingTools(); }
-  pendingToolResults() { return this.#live("pendingToolResults").pendingToolResults(); }
-  status() { return this.#live("status").status(); }
-  lastMessage() { return this.#live("lastMessage").lastMessage(); }
-  toolPolicies() { return this.#live("toolPolicies").toolPolicies(); }
+  pendingTools() { return guard(() => this.#live("pendingTools").pendingTools()); }
+  pendingToolResults() { return guard(() => this.#live("pendingToolResults").pendingToolResults()); }
+  status() { return guard(() => this.#live("status").status()); }
+  lastMessage() { return guard(() => this.#live("lastMessage").lastMessage()); }
+  toolPolicies() { return guard(() => this.#live("toolPolicies").toolPolicies()); }
   subscribe(listener) {
     if (typeof listener !== "function") {
       throw new GatehouseError("invalid_config", "subscribe(listener): the listener must be a function", false);
     }
     // Nothing is heard after dispose(), even from a call that finishes after it.
-    return this.#live("subscribe").subscribe((change) => { if (!this.#disposed) listener(change); });
+    const off = guard(() => this.#live("subscribe").subscribe((change) => { if (!this.#disposed) listener(change); }));
+    return () => guard(off);
   }
-  get threadId() { return this.#live("threadId").threadId; }
-  get messageCount() { return this.#live("messageCount").messageCount; }
+  get threadId() { return guard(() => this.#live("threadId").threadId); }
+  get messageCount() { return guard(() => this.#live("messageCount").messageCount); }
 
   dispose() {
     if (!this.#disposed) {
