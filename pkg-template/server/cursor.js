@@ -1,0 +1,54 @@
+// Cursors of the change feed: the position in `gatehouse_changes`, sealed (AES-GCM, a fresh
+// nonce each time) so that a client learns nothing from it. A plain number would tell every
+// signed-in user how many writes the handler saw, and when: a sealed one differs at every
+// poll, whether anything was written or not, and one that was tampered with does not open.
+
+import { invalid } from "./errors.js";
+
+export const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
+/** The AES-GCM key of the database's `cursor` key (hex). */
+export function cursorKey(text) {
+  const bytes = Uint8Array.from(text.match(/../g), (h) => parseInt(h, 16));
+  return crypto.subtle.importKey("raw", bytes, "AES-GCM", false, ["encrypt", "decrypt"]);
+}
+
+const base64url = (bytes) => btoa(String.fromCharCode(...bytes))
+  .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+
+/** A cursor for position `seq`. */
+export async function sealCursor(key, seq) {
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const plain = new TextEncoder().encode(String(seq));
+  const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, plain));
+  const out = new Uint8Array(12 + sealed.length);
+  out.set(iv);
+  out.set(sealed, 12);
+  return base64url(out);
+}
+
+/** The position a cursor holds; `invalid_request` for anything this database did not seal. */
+export async function openCursor(key, text) {
+  const refuse = () => invalid("since is not a cursor this handler gave (pass the `cursor` " +
+    "of the previous answer, or leave since out to start from now)");
+  if (typeof text !== "string" || text.length > 64 || !/^[A-Za-z0-9_-]+$/.test(text)) {
+    throw refuse();
+  }
+  let bytes;
+  try {
+    bytes = Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+  } catch {
+    throw refuse();
+  }
+  if (bytes.length <= 28) throw refuse();
+  let plain;
+  try {
+    plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.subarray(0, 12) }, key,
+      bytes.subarray(12));
+  } catch {
+    throw refuse();
+  }
+  const seq = Number(new TextDecoder().decode(plain));
+  if (!Number.isSafeInteger(seq) || seq < 0) throw refuse();
+  return seq;
+}

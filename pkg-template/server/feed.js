@@ -1,0 +1,332 @@
+// The change stream: SSE, or JSON long-polls, read from gatehouse_changes (docs/design.md,
+// "Across devices"). NOTIFY only wakes the readers; without it they read every `pollMs`.
+
+import { openCursor, sealCursor } from "./cursor.js";
+import { Refusal, invalid } from "./errors.js";
+import { integer } from "./http.js";
+import { CHANNEL } from "./postgres.js";
+import { identityOf, mayRead } from "./threads.js";
+
+export async function changes(ctx, request, q) {
+  let poll = null;
+  if (q.poll !== undefined) {
+    if (q.poll !== "1") throw invalid('poll must be "1"');
+    poll = {
+      since: q.since === undefined ? null : await openCursor(ctx.cursorKey, q.since),
+      wait: q.wait === undefined ? 0 : integer(q.wait, "wait", 60_000),
+    };
+  } else if (q.since !== undefined || q.wait !== undefined) {
+    throw invalid("since and wait need poll=1");
+  }
+  // The connection is authorized (as `list`) before anything is read, and counted: an
+  // identity has at most maxFeedsPerIdentity feeds open at once.
+  const who = await identityOf(ctx, request, null, "list");
+  const open = ctx.feeds.get(who) ?? 0;
+  if (open >= ctx.maxFeedsPerIdentity) {
+    throw new Refusal(429, "too_many_feeds",
+      `at most ${ctx.maxFeedsPerIdentity} change feeds per user are open at once`);
+  }
+  ctx.feeds.set(who, open + 1);
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    const n = (ctx.feeds.get(who) ?? 1) - 1;
+    if (n > 0) ctx.feeds.set(who, n);
+    else ctx.feeds.delete(who);
+  };
+  // Each thread is authorized at most once per feedAuthorizeMs for this feed.
+  const seen = new Map();
+  const mayReadThread = async (threadId) => {
+    const hit = seen.get(threadId);
+    const t = Date.now();
+    if (hit && t - hit.at < ctx.feedAuthorizeMs) return hit.ok;
+    const ok = await mayRead(ctx, request, threadId);
+    seen.set(threadId, { ok, at: t });
+    if (seen.size > 10_000) seen.delete(seen.keys().next().value);
+    return ok;
+  };
+  if (poll) {
+    try {
+      const got = await pollChanges(ctx, request, poll.since, poll.wait, mayReadThread);
+      return { ...got, cursor: await sealCursor(ctx.cursorKey, got.cursor) };
+    } finally {
+      close();
+    }
+  }
+  try {
+    return await ctx.feed.stream(request, mayReadThread, close);
+  } catch (e) {
+    close();
+    throw e;
+  }
+}
+
+/** Notices after `since` the user may read, one per thread (its latest). */
+async function readChanges(pool, since, mayReadThread) {
+  const counter = await pool.query("SELECT seq, pruned FROM gatehouse_change_counter WHERE id = 1");
+  const { seq: top, pruned } = counter.rows[0];
+  if (since === null) return { changes: [], cursor: Number(top) };
+  const r = await pool.query(`SELECT seq, thread, version FROM gatehouse_changes
+    WHERE seq > $1 ORDER BY seq LIMIT 1000`, [since]);
+  const latest = new Map();
+  for (const row of r.rows) latest.set(row.thread, row.version === null ? null : Number(row.version));
+  const cursor = r.rows.length ? Number(r.rows[r.rows.length - 1].seq) : since;
+  const out = [];
+  for (const [threadId, version] of latest) {
+    if (await mayReadThread(threadId)) out.push({ threadId, version });
+  }
+  const reset = since < Number(pruned) ? { reset: true } : {};
+  return { changes: out, cursor, ...reset };
+}
+
+async function pollChanges(ctx, request, since, wait, mayReadThread) {
+  const deadline = Date.now() + wait;
+  let cursor = since;
+  for (;;) {
+    const got = await readChanges(ctx.pool, cursor, mayReadThread);
+    if (got.changes.length || got.reset || cursor === null || Date.now() >= deadline ||
+        request.signal?.aborted) {
+      return got;
+    }
+    cursor = got.cursor;
+    // With NOTIFY a waiting poll reads again only when woken (or at its deadline): an idle
+    // one costs no queries. Without it, every pollMs.
+    await ctx.feed.nextWake(deadline - Date.now(), request.signal, true);
+  }
+}
+
+export class ChangeFeed {
+  constructor(pool, { notify, pollMs, pingMs }) {
+    this.pool = pool;
+    this.notify = notify;
+    this.pollMs = pollMs;
+    this.pingMs = pingMs;
+    this.streams = new Set();
+    this.waiters = new Set();
+    this.listener = null;
+    this.connecting = null;
+    this.refused = null;
+    this.cursor = null;
+    this.timer = null;
+    this.pinger = null;
+    this.draining = null;
+    this.releasing = null;
+    this.closed = false;
+  }
+
+  /** This handler wrote: wake its own readers at once (NOTIFY wakes the other handlers'). */
+  wrote() {
+    queueMicrotask(() => this.wake());
+  }
+
+  wake() {
+    for (const w of this.waiters) w();
+    this.waiters.clear();
+    if (this.streams.size) this.drain();
+  }
+
+  /**
+   * Resolves on the next wake, after `ms`, or when `signal` aborts. `untilNotified`: a reader
+   * that NOTIFY wakes waits the whole `ms` (an idle one makes no queries); without NOTIFY it
+   * reads again every pollMs.
+   */
+  nextWake(ms, signal, untilNotified = false) {
+    const connecting = this.ensureListening();
+    return new Promise((resolve) => {
+      const end = Date.now() + Math.max(ms, 0);
+      let t;
+      const done = () => {
+        clearTimeout(t);
+        this.waiters.delete(done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+        this.releaseIfIdle();
+      };
+      t = setTimeout(done, Math.max(untilNotified ? Math.min(ms, this.pollMs) : ms, 0));
+      this.waiters.add(done);
+      signal?.addEventListener("abort", done);
+      if (untilNotified) {
+        Promise.resolve(connecting).then(() => {
+          if (!this.waiters.has(done) || !this.notify || !this.listener ||
+              this.listener === "connecting") return;
+          clearTimeout(t);
+          t = setTimeout(done, Math.max(end - Date.now(), 0));
+        });
+      }
+    });
+  }
+
+  /** Resolves once the LISTEN connection is up, or has failed (then the feed has reacted). */
+  ensureListening() {
+    if (!this.notify || this.listener || this.closed) return this.connecting;
+    this.listener = "connecting";
+    this.connecting = this.listen();
+    return this.connecting;
+  }
+
+  async listen() {
+    let client;
+    try {
+      client = await this.pool.connect();
+      if (typeof client.on !== "function") throw new Error("the pool's clients cannot LISTEN");
+      client.on("notification", (n) => {
+        if (n.channel === CHANNEL) this.wake();
+      });
+      client.on("error", () => this.lost(client));
+      await client.query(`LISTEN ${CHANNEL}`);
+      if (this.closed) throw new Error("closed");
+      this.listener = client;
+      // Everyone left while it connected.
+      this.releaseIfIdle();
+    } catch (e) {
+      if (client) client.release(true);
+      this.listener = null;
+      if (typeof e?.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && !this.closed) {
+        // The database answered, and refused LISTEN (CockroachDB: 0A000, "unimplemented"):
+        // it has none. This feed polls from now on, as with notify: false, and each stream
+        // says why in a comment, so that the app can set notify: false and skip the attempt.
+        this.refused = `the database refused LISTEN (${e.code}: ${e.message}); polling every ` +
+          `${this.pollMs} ms instead (createStoreHandler({ notify: false }) polls without trying)`;
+        this.notify = false;
+        clearInterval(this.timer);
+        this.timer = null;
+        for (const s of this.streams) s.send(`: ${this.refused.replace(/\n/g, " ")}\n\n`);
+        if (this.streams.size) this.start();
+      } else {
+        // The connection failed: notices may be lost, so every stream ends (clients
+        // reconnect and reload).
+        this.endStreams();
+      }
+    }
+  }
+
+  /** The LISTEN connection broke: notices may be lost, so every stream ends (clients
+   * reconnect and reload). */
+  lost(client) {
+    if (this.listener === client) {
+      this.listener = null;
+      client.release(true);
+    }
+    this.endStreams();
+  }
+
+  endStreams() {
+    for (const s of this.streams) s.end();
+  }
+
+  async stream(request, mayReadThread, onEnd = () => {}) {
+    const r = await this.pool.query("SELECT seq FROM gatehouse_change_counter WHERE id = 1");
+    if (this.cursor === null) this.cursor = Number(r.rows[0].seq);
+    const encoder = new TextEncoder();
+    const feed = this;
+    let entry;
+    const body = new ReadableStream({
+      start(controller) {
+        entry = {
+          mayReadThread,
+          send(text) {
+            try {
+              controller.enqueue(encoder.encode(text));
+            } catch {
+              entry.end();
+            }
+          },
+          end() {
+            if (!feed.streams.delete(entry)) return;
+            onEnd();
+            try {
+              controller.close();
+            } catch {
+              // already closed or cancelled
+            }
+            feed.releaseIfIdle();
+          },
+        };
+        feed.streams.add(entry);
+        entry.send("retry: 1000\n: connected\n\n");
+        if (feed.refused) entry.send(`: ${feed.refused.replace(/\n/g, " ")}\n\n`);
+        feed.start();
+      },
+      cancel() {
+        entry.end();
+      },
+    });
+    request.signal?.addEventListener("abort", () => entry.end());
+    // After the stream is registered: a listener that finds nobody waiting lets go at once.
+    await this.ensureListening();
+    return new Response(body, {
+      status: 200,
+      headers: { "content-type": "text/event-stream", "cache-control": "no-store",
+        "x-accel-buffering": "no" },
+    });
+  }
+
+  start() {
+    // Timers never keep a process alive by themselves (unref, where there is one).
+    if (!this.pinger) {
+      this.pinger = setInterval(() => {
+        for (const s of this.streams) s.send(": ping\n\n");
+      }, this.pingMs);
+      this.pinger.unref?.();
+    }
+    // Without NOTIFY, read every pollMs; with it, every 5 s as well (a lost wake-up).
+    if (!this.timer) {
+      this.timer = setInterval(() => this.drain(), this.notify ? 5000 : this.pollMs);
+      this.timer.unref?.();
+    }
+  }
+
+  /** With no stream and no long poll left, the timers stop and the LISTEN connection goes
+   * back to the pool (a pool's `end()` waits for it). The next reader starts afresh. */
+  releaseIfIdle() {
+    if (this.streams.size || this.waiters.size) return this.releasing;
+    clearInterval(this.pinger);
+    clearInterval(this.timer);
+    this.pinger = this.timer = null;
+    this.cursor = null;
+    if (this.listener && this.listener !== "connecting") {
+      const c = this.listener;
+      this.listener = null;
+      this.releasing = c.query(`UNLISTEN ${CHANNEL}`)
+        .then(() => c.release(), () => c.release(true));
+    }
+    return this.releasing;
+  }
+
+  drain() {
+    if (this.draining) {
+      this.draining.again = true;
+      return;
+    }
+    const run = { again: false };
+    this.draining = run;
+    (async () => {
+      do {
+        run.again = false;
+        const r = await this.pool.query(`SELECT seq, thread, version FROM gatehouse_changes
+          WHERE seq > $1 ORDER BY seq LIMIT 1000`, [this.cursor]);
+        for (const row of r.rows) {
+          this.cursor = Number(row.seq);
+          const notice = JSON.stringify({ threadId: row.thread,
+            version: row.version === null ? null : Number(row.version) });
+          // No `id:` line: the position is the handler's, and would tell its write count.
+          const text = `data: ${notice}\n\n`;
+          await Promise.all([...this.streams].map(async (s) => {
+            if (await s.mayReadThread(row.thread)) s.send(text);
+          }));
+        }
+        if (r.rows.length === 1000) run.again = true;
+      } while (run.again && this.streams.size);
+    })().catch(() => this.endStreams()).finally(() => {
+      this.draining = null;
+    });
+  }
+
+  close() {
+    this.closed = true;
+    this.endStreams();
+    for (const w of [...this.waiters]) w();
+    return Promise.resolve(this.releaseIfIdle());
+  }
+}

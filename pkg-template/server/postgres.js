@@ -1,0 +1,164 @@
+// The store handler's tables (migrations), transactions, and the change feed's writes.
+
+import { cursorKey, hex } from "./cursor.js";
+import { GatehouseError, Refusal } from "./errors.js";
+
+// Migrations run under this advisory lock (two handlers starting at once take turns).
+const MIGRATION_LOCK = 1734439013;
+
+export const CHANNEL = "gatehouse_changes";
+
+// Change notices are kept an hour; every PRUNE_EVERY writes a handler deletes older ones.
+export const CHANGE_RETENTION_MS = 3_600_000;
+
+const PRUNE_EVERY = 1000;
+
+// The tables, by schema version: the `gatehouse_schema` row holds the version applied.
+// Ids sort byte-wise (COLLATE "C"), as the local stores list them.
+const MIGRATIONS = [
+  [
+    `CREATE TABLE gatehouse_threads (id text COLLATE "C" PRIMARY KEY,
+       version bigint NOT NULL DEFAULT 0, record text,
+       updated_at timestamptz NOT NULL DEFAULT now())`,
+    `CREATE TABLE gatehouse_messages (thread text COLLATE "C" NOT NULL, seq bigint NOT NULL,
+       json text NOT NULL, PRIMARY KEY (thread, seq))`,
+    `CREATE TABLE gatehouse_audit (thread text COLLATE "C" NOT NULL, seq bigint NOT NULL,
+       json text NOT NULL, PRIMARY KEY (thread, seq))`,
+    `CREATE TABLE gatehouse_commits (thread text COLLATE "C" NOT NULL, commit_id text NOT NULL,
+       answer text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),
+       PRIMARY KEY (thread, commit_id))`,
+    // The change feed: one row per write, numbered in commit order (the counter row is
+    // updated last in each transaction, so a later number never commits first).
+    `CREATE TABLE gatehouse_changes (seq bigint PRIMARY KEY, thread text COLLATE "C" NOT NULL,
+       version bigint, created_at timestamptz NOT NULL DEFAULT now())`,
+    `CREATE TABLE gatehouse_change_counter (id int PRIMARY KEY, seq bigint NOT NULL,
+       pruned bigint NOT NULL)`,
+    `INSERT INTO gatehouse_change_counter (id, seq, pruned) VALUES (1, 0, 0)`,
+  ],
+  // The server decides (docs/design.md, "Threat model"): the run lease's secret and the
+  // identity that holds it, beside the record and never in it; who made each commit, and a
+  // digest of its body, so that a replayed commit id answers only its maker, for the same
+  // body; and the version an applied commit left instead of its answer (the record), so that
+  // the log grows by a few bytes a commit, not by the record.
+  [
+    `ALTER TABLE gatehouse_threads ADD COLUMN lease_token text, ADD COLUMN lease_who text`,
+    `ALTER TABLE gatehouse_commits ADD COLUMN who text, ADD COLUMN digest text,
+       ADD COLUMN version bigint, ALTER COLUMN answer DROP NOT NULL`,
+  ],
+  // Nothing global, and lists from an index (docs/design.md, "Threat model"): the key that
+  // seals the change feed's cursors, so a poll learns nothing of the handler's write count;
+  // and each thread's owner (the identity that created it), indexed, so a list reads the
+  // user's own threads instead of every thread. Threads created before have none: they are
+  // listed as before, by asking `authorize` about each.
+  [
+    `CREATE TABLE gatehouse_keys (name text PRIMARY KEY, key text NOT NULL)`,
+    `ALTER TABLE gatehouse_threads ADD COLUMN owner text`,
+    `CREATE INDEX gatehouse_threads_owner ON gatehouse_threads (owner, id)
+       WHERE record IS NOT NULL`,
+    `CREATE INDEX gatehouse_threads_unowned ON gatehouse_threads (id)
+       WHERE owner IS NULL AND record IS NOT NULL`,
+  ],
+];
+
+/** The schema version this release writes. */
+export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
+
+// Serialization failures and deadlocks: the transaction is run again.
+const RETRY_CODES = new Set(["40001", "40P01"]);
+
+/** Runs `fn(client)` in a transaction; `fn` returns `{ value, write }` (false: roll back). */
+export async function transaction(pool, fn, begin = "BEGIN") {
+  for (let attempt = 0; ; attempt++) {
+    const client = await pool.connect();
+    // A connection that dies mid-transaction fails the query under way; the client's own
+    // `error` event must not become an uncaught exception in the app.
+    const ignore = () => {};
+    client.on?.("error", ignore);
+    let broken = false;
+    try {
+      await client.query(begin);
+      const { value, write } = await fn(client);
+      await client.query(write ? "COMMIT" : "ROLLBACK");
+      return value;
+    } catch (e) {
+      broken = !(e instanceof Refusal);
+      await client.query("ROLLBACK").catch(() => {});
+      if (RETRY_CODES.has(e?.code) && attempt < 4) continue;
+      throw e;
+    } finally {
+      // A client that failed mid-transaction is not given back: it may be dead. It keeps its
+      // error listener: a killed Postgres's "terminating connection" can still arrive on it
+      // after the release, and with no listener it would be an uncaught exception in the app.
+      if (!broken) client.off?.("error", ignore);
+      client.release(broken ? true : undefined);
+    }
+  }
+}
+
+export async function runMigrations(pool) {
+  return transaction(pool, async (c) => {
+    await c.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+    await c.query(`CREATE TABLE IF NOT EXISTS gatehouse_schema (id int PRIMARY KEY,
+      version int NOT NULL)`);
+    const r = await c.query("SELECT version FROM gatehouse_schema WHERE id = 1");
+    const from = r.rows.length ? Number(r.rows[0].version) : 0;
+    if (from > MIGRATIONS.length) {
+      throw new GatehouseError("storage", `the Gatehouse tables are at schema ${from}, ` +
+        `written by a newer release (this one knows ${MIGRATIONS.length})`);
+    }
+    for (let v = from; v < MIGRATIONS.length; v++) {
+      for (const sql of MIGRATIONS[v]) await c.query(sql);
+    }
+    await c.query(`INSERT INTO gatehouse_schema (id, version) VALUES (1, $1)
+      ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version`, [MIGRATIONS.length]);
+    // The first handler makes the cursor key; every handler on the database uses that one,
+    // so a cursor one handler gave is read by any other.
+    await c.query(`INSERT INTO gatehouse_keys (name, key) VALUES ('cursor', $1)
+      ON CONFLICT (name) DO NOTHING`, [hex(crypto.getRandomValues(new Uint8Array(32)))]);
+    const key = await c.query("SELECT key FROM gatehouse_keys WHERE name = 'cursor'");
+    return { value: await cursorKey(key.rows[0].key), write: true };
+  });
+}
+
+// Cursors of the change feed: the position in `gatehouse_changes`, sealed (AES-GCM, a fresh
+// nonce each time) so that a client learns nothing from it. A plain number would tell every
+// signed-in user how many writes the handler saw, and when: a sealed one differs at every
+// poll, whether anything was written or not, and one that was tampered with does not open.
+
+/** Appends to the change feed and wakes the listeners: last in the transaction. */
+export async function announce(ctx, c, id, version) {
+  const r = await c.query(`UPDATE gatehouse_change_counter SET seq = seq + 1 WHERE id = 1
+    RETURNING seq`);
+  const seq = r.rows[0].seq;
+  await c.query("INSERT INTO gatehouse_changes (seq, thread, version) VALUES ($1, $2, $3)",
+    [seq, id, version]);
+  if (ctx.notify) {
+    await c.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify({ seq: String(seq) })]);
+  }
+}
+
+/** Runs a writing transaction; this handler's own readers are woken once it committed. */
+export async function writing(ctx, fn) {
+  const value = await transaction(ctx.pool, fn);
+  ctx.feed.wrote();
+  // The change feed is pruned by the writers themselves, now and then.
+  if (++ctx.writes % PRUNE_EVERY === 0) pruneChanges(ctx.pool, CHANGE_RETENTION_MS).catch(() => {});
+  return value;
+}
+
+/**
+ * Deletes the change notices older than `olderThanMs` (a reader whose cursor is older gets
+ * `reset: true`: it reloads what it shows). Answers how many were deleted.
+ */
+export async function pruneChanges(pool, olderThanMs) {
+  return transaction(pool, async (c) => {
+    const cut = await c.query(`SELECT max(seq) AS seq FROM gatehouse_changes
+      WHERE created_at <= now() - $1 * interval '1 millisecond'`, [olderThanMs]);
+    const seq = cut.rows[0].seq;
+    if (seq === null) return { value: 0, write: false };
+    await c.query(`UPDATE gatehouse_change_counter SET pruned = greatest(pruned, $1)
+      WHERE id = 1`, [seq]);
+    const gone = await c.query("DELETE FROM gatehouse_changes WHERE seq <= $1", [seq]);
+    return { value: gone.rowCount, write: true };
+  });
+}

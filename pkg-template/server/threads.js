@@ -1,0 +1,428 @@
+// The thread routes of the store handler: read, rows, commit, decide, lease, delete, list
+// (docs/design.md, "Across devices" and "Threat model").
+
+import * as core from "./core.js";
+import { hex } from "./cursor.js";
+import { Refusal, answerOf, authorizeFailed, invalid } from "./errors.js";
+import { MAX_DECIDE_BYTES, MAX_ID_BYTES, json, readBody, requireJson, utf8Length } from "./http.js";
+import { announce, transaction, writing } from "./postgres.js";
+
+export async function identityOf(ctx, request, threadId, action, intent) {
+  let who;
+  try {
+    who = await ctx.authorize(request, intent ? { threadId, action, ...intent } : { threadId, action });
+  } catch (e) {
+    throw authorizeFailed(e);
+  }
+  if (typeof who !== "string" || who === "") {
+    throw new Refusal(403, "unauthorized",
+      threadId === null ? `not allowed to ${action}` : `not allowed to ${action} this thread`);
+  }
+  return who;
+}
+
+export async function mayRead(ctx, request, threadId) {
+  try {
+    const who = await ctx.authorize(request, { threadId, action: "read" });
+    return typeof who === "string" && who !== "";
+  } catch {
+    return false;
+  }
+}
+
+function clock(ctx, request) {
+  const t = ctx.now(request);
+  if (typeof t !== "number" || !Number.isFinite(t)) throw new Error("now() must return a number");
+  return t;
+}
+
+/** The stored record of `id` as the core reads it, or null (never written). */
+function recordOf(id, text) {
+  return text === null || text === undefined ? null : answerOf(core.readRecord(id, text));
+}
+
+export async function load(ctx, request, id) {
+  await identityOf(ctx, request, id, "read");
+  return transaction(ctx.pool, async (c) => {
+    const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1", [id]);
+    const rec = recordOf(id, r.rows[0]?.record);
+    if (!rec) return { value: '{"record":null,"tail":null}', write: false };
+    let tail = null;
+    if (rec.messageCount > 0) {
+      const t = await c.query("SELECT json FROM gatehouse_messages WHERE thread = $1 AND seq = $2",
+        [id, rec.messageCount]);
+      tail = t.rows[0]?.json ?? null;
+    }
+    return { value: `{"record":${rec.record},"tail":${JSON.stringify(tail)}}`, write: false };
+  }, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
+export async function rows(ctx, request, id, kind, before, limit) {
+  await identityOf(ctx, request, id, "read");
+  return transaction(ctx.pool, async (c) => {
+    const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1", [id]);
+    const text = r.rows[0]?.record;
+    if (text === null || text === undefined) return { value: '{"rows":[]}', write: false };
+    const w = answerOf(core.rowsWindow(id, text, kind, before ?? undefined, limit));
+    if (w.first > w.last) return { value: '{"rows":[]}', write: false };
+    const table = kind === "messages" ? "gatehouse_messages" : "gatehouse_audit";
+    const got = await c.query(`SELECT seq, json FROM ${table}
+      WHERE thread = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`, [id, w.first, w.last]);
+    const out = [];
+    for (let seq = w.first; seq <= w.last; seq++) {
+      const row = got.rows[seq - w.first];
+      if (!row || Number(row.seq) !== seq) answerOf(core.missingRow(id, kind, seq));
+      out.push({ seq, json: row.json });
+    }
+    return { value: { rows: out }, write: false };
+  }, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
+/**
+ * Locks the thread's row (a placeholder while it has never been written): its record and the
+ * lease's secret.
+ */
+async function lockThread(c, id) {
+  await c.query(`INSERT INTO gatehouse_threads (id, version, record) VALUES ($1, 0, NULL)
+    ON CONFLICT (id) DO NOTHING`, [id]);
+  const r = await c.query(`SELECT record, lease_token, lease_who FROM gatehouse_threads
+    WHERE id = $1 FOR UPDATE`, [id]);
+  const row = r.rows[0];
+  return { record: row?.record ?? null, token: row?.lease_token ?? null, leaseWho: row?.lease_who ?? null };
+}
+
+/** The record's tail and whether a row follows it, read under the thread's lock. */
+async function tailOf(c, id, rec) {
+  if (!rec) return { tail: null, after: false };
+  const t = await c.query(`SELECT
+    (SELECT json FROM gatehouse_messages WHERE thread = $1 AND seq = $2) AS tail,
+    EXISTS (SELECT 1 FROM gatehouse_messages WHERE thread = $1 AND seq > $2) AS after`,
+  [id, rec.messageCount]);
+  return { tail: t.rows[0].tail, after: t.rows[0].after };
+}
+
+// Node's own hash where there is one (synchronous, no trip through Web Crypto's thread pool);
+// Web Crypto elsewhere (Deno, Bun, Workers).
+const nodeCrypto = globalThis.process?.getBuiltinModule?.("node:crypto") ?? null;
+
+/** A SHA-256 of the body, hex: a replayed commit id is answered only for the same body. */
+async function digestOf(body) {
+  if (nodeCrypto) return nodeCrypto.createHash("sha256").update(body).digest("hex");
+  const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body));
+  return hex(new Uint8Array(bytes));
+}
+
+/** Compares two secrets in time that does not depend on where they differ. */
+function sameSecret(a, b) {
+  if (typeof a !== "string" || typeof b !== "string" || a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+const newSecret = () => crypto.randomUUID();
+
+/**
+ * The commit log: a commit id already seen on this thread. Its maker, with the same body,
+ * gets the answer it was given: a refusal again, or, for an applied commit, the record as the
+ * thread stands while it is still at the version that commit left (the log keeps the version,
+ * not the record). Once the thread has moved on, the applied commit is answered `conflict`: the
+ * client reloads, and finds it there. Anyone else, or another body under the same id, is
+ * refused, learning nothing. `{ answer }` (a refusal, or an answer logged before schema 2) or
+ * `{ version }`, or null for a new commit id.
+ */
+async function replayed(c, id, commitId, who, digest) {
+  const done = await c.query(`SELECT answer, who, digest, version FROM gatehouse_commits
+    WHERE thread = $1 AND commit_id = $2`, [id, commitId]);
+  if (!done.rows.length) return null;
+  const row = done.rows[0];
+  // Rows written before the maker was kept (schema 1) have none: any identity may replay.
+  if ((row.who !== null && row.who !== who) || (row.digest !== null && row.digest !== digest)) {
+    throw new Refusal(409, "commit_id_reused",
+      "this commit id was used for another request; send a new commit with a new id");
+  }
+  if (row.answer !== null) {
+    answerOf(row.answer); // a remembered refusal throws
+    return { answer: row.answer };
+  }
+  return { version: Number(row.version) };
+}
+
+/**
+ * The stored record `rec`, for a replay of the applied commit that left `version`. Once the
+ * thread moved on, `conflict` with `applied: true` and `expected` the version that commit
+ * left: the client knows its write landed (a plain conflict's `expected` is the version the
+ * commit was made from), reloads, and goes on from there.
+ */
+function replayedRecord(rec, version) {
+  if (!rec || rec.version !== version) {
+    throw new Refusal(409, "conflict", "this commit was applied; the thread has changed since. " +
+      "Nothing more was written: reload the thread",
+    { expected: version, found: rec?.version ?? 0, applied: true });
+  }
+  return rec;
+}
+
+/**
+ * Whether `text` takes more than `max` bytes as UTF-8, encoding it only when its length cannot
+ * tell (a UTF-16 unit is 1 to 3 bytes).
+ */
+function overBytes(text, max) {
+  if (text.length * 3 <= max) return false;
+  if (text.length > max) return true;
+  return utf8Length(text) > max;
+}
+
+/** Refuses a planned write whose record or messages exceed the handler's caps (413). */
+function checkSizes(ctx, plan) {
+  if (overBytes(plan.record, ctx.maxRecordBytes)) {
+    throw new Refusal(413, "too_large",
+      `the thread record would exceed ${ctx.maxRecordBytes} bytes`, { limit: ctx.maxRecordBytes });
+  }
+  for (const r of plan.rows) {
+    if (overBytes(r.json, ctx.maxMessageBytes)) {
+      throw new Refusal(413, "too_large",
+        `a message exceeds ${ctx.maxMessageBytes} bytes`, { limit: ctx.maxMessageBytes });
+    }
+  }
+}
+
+/**
+ * Writes a plan's record, the lease's secret and its holder, and the rows (messages, and audit
+ * records the server numbered).
+ */
+async function writePlan(c, id, plan, token, holder, creator = null) {
+  // A thread's owner is the identity whose commit created it (or created it again after a
+  // delete): the list's index.
+  await c.query(`UPDATE gatehouse_threads SET version = $2, record = $3, lease_token = $4,
+    lease_who = $5, updated_at = now(),
+    owner = CASE WHEN record IS NULL THEN $6 ELSE owner END WHERE id = $1`,
+  [id, plan.version, plan.record, token, token === null ? null : holder, creator]);
+  for (const [table, list] of [["gatehouse_messages", plan.rows], ["gatehouse_audit", plan.audit]]) {
+    if (list.length === 0) continue;
+    await c.query(`INSERT INTO ${table} (thread, seq, json)
+      SELECT $1, * FROM unnest($2::bigint[], $3::text[])
+      ON CONFLICT (thread, seq) DO UPDATE SET json = EXCLUDED.json`,
+    [id, list.map((r) => r.seq), list.map((r) => r.json)]);
+  }
+}
+
+export async function commit(ctx, request, id) {
+  // Who may write is asked before anything is read (docs/design.md, "Threat model").
+  requireJson(request);
+  const who = await identityOf(ctx, request, id, "write");
+  const body = await readBody(request, ctx.maxBodyBytes);
+  const { commitId, owner, leaseToken } = answerOf(core.commitAction(body));
+  checkCommitId(commitId);
+  const digest = await digestOf(body);
+  const at = clock(ctx, request);
+  const answer = await writing(ctx, async (c) => {
+    const { record: stored, token, leaseWho } = await lockThread(c, id);
+    const rec = recordOf(id, stored);
+    const seen = await replayed(c, id, commitId, who, digest);
+    if (seen !== null) {
+      // The answer the maker lost: its lease's secret again, if the lease is still its own.
+      const mine = token !== null && leaseWho === who && rec?.leaseOwner === owner;
+      const text = seen.answer ?? `{"record":${replayedRecord(rec, seen.version).record}}`;
+      return { value: withToken(text, mine ? token : null), write: false };
+    }
+    // The lease is its holder's: the secret it was given, and the identity it was given to.
+    const holder = token !== null && leaseWho === who && sameSecret(leaseToken, token);
+    const { tail, after } = await tailOf(c, id, rec);
+    const planned = core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body, at, who,
+      holder);
+    let plan;
+    try {
+      plan = answerOf(planned);
+    } catch (e) {
+      if (!(e instanceof Refusal) || e.status !== 409) throw e;
+      // A stale commit (`conflict`) or one another run's lease keeps out (`busy`) is refused,
+      // and remembered under its id: a delayed copy of it (a network may deliver a request
+      // twice, late) is refused again, never planned afresh once the thread has moved on
+      // (docs/design.md, "Across devices").
+      await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer, who, digest)
+        VALUES ($1, $2, $3, $4, $5)`, [id, commitId, planned, who, digest]);
+      return { value: e, write: true };
+    }
+    checkSizes(ctx, plan);
+    // The lease's secret: kept by its holder, new for a writer that takes the lease, none
+    // once it is let go.
+    const next = plan.leased ? (holder ? token : newSecret()) : null;
+    await writePlan(c, id, plan, next, who, who);
+    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
+      VALUES ($1, $2, $3, $4, $5)`, [id, commitId, who, digest, plan.version]);
+    await announce(ctx, c, id, plan.version);
+    return { value: withToken(plan.answer, next), write: true };
+  });
+  if (answer instanceof Refusal) throw answer;
+  return answer;
+}
+
+/** The commit answer `text` with the lease's secret added (for its holder only). */
+function withToken(text, token) {
+  if (token === null) return text;
+  return `${text.slice(0, -1)},"leaseToken":${JSON.stringify(token)}}`;
+}
+
+function checkCommitId(commitId) {
+  if (utf8Length(commitId) > MAX_ID_BYTES || commitId.includes("\u0000")) {
+    throw invalid(`a commit id has at most ${MAX_ID_BYTES} bytes and no NUL`);
+  }
+}
+
+/**
+ * `POST B/threads/{id}/decide`: decisions as intents (docs/design.md, "Threat model"). The
+ * small body is read first, so that `authorize` gets what is decided: `decisions: [{ callId,
+ * tool, decision }]` (the tools as the stored thread names them). The core applies them to the
+ * stored thread with the engine's rules, as the identity `authorize` returned.
+ */
+export async function decide(ctx, request, id) {
+  requireJson(request);
+  const body = await readBody(request, Math.min(ctx.maxBodyBytes, MAX_DECIDE_BYTES));
+  const intent = answerOf(core.decideIntent(body));
+  checkCommitId(intent.commitId);
+  // The tools of the calls decided, read without a lock or a held connection; checked again
+  // under the lock (a tail that changed since is refused, or decides other calls).
+  const tools = await callTools(ctx.pool, id);
+  const decisions = intent.decisions.map((d) => ({ ...d, tool: tools.get(d.callId) ?? null }));
+  const who = await identityOf(ctx, request, id, "decide", { decisions });
+  const digest = await digestOf(body);
+  const at = clock(ctx, request);
+  const answer = await writing(ctx, async (c) => {
+    const { record: stored, token, leaseWho } = await lockThread(c, id);
+    const rec = recordOf(id, stored);
+    const seen = await replayed(c, id, intent.commitId, who, digest);
+    if (seen !== null) {
+      if (seen.answer) return { value: seen.answer, write: false };
+      const { tail } = await tailOf(c, id, replayedRecord(rec, seen.version));
+      return { value: `{"record":${rec.record},"tail":${JSON.stringify(tail)}}`, write: false };
+    }
+    const { tail, after } = await tailOf(c, id, rec);
+    const now = toolsOf(tail);
+    if (decisions.some((d) => d.tool !== (now.get(d.callId) ?? null))) {
+      throw new Refusal(409, "conflict", "the thread changed while the decision was authorized; " +
+        "nothing was written, decide again");
+    }
+    const planned = core.planDecide(id, stored ?? undefined, tail ?? undefined, after, body, at,
+      who, Math.floor(Math.random() * 2 ** 52));
+    let plan;
+    try {
+      plan = answerOf(planned);
+    } catch (e) {
+      if (!(e instanceof Refusal) || e.status !== 409) throw e;
+      await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, answer, who, digest)
+        VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, planned, who, digest]);
+      return { value: e, write: true };
+    }
+    checkSizes(ctx, plan);
+    await writePlan(c, id, plan, plan.leased ? token : null, leaseWho);
+    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
+      VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, who, digest, plan.version]);
+    await announce(ctx, c, id, plan.version);
+    return { value: plan.answer, write: true };
+  });
+  if (answer instanceof Refusal) throw answer;
+  return answer;
+}
+
+/** `callId` → tool name of the stored tail's calls. */
+async function callTools(pool, id) {
+  const r = await pool.query(`SELECT m.json FROM gatehouse_threads t
+    JOIN gatehouse_messages m ON m.thread = t.id
+    WHERE t.id = $1 AND m.seq = (t.record::json->>'messageCount')::bigint`, [id]);
+  return toolsOf(r.rows[0]?.json ?? null);
+}
+
+function toolsOf(tailText) {
+  const out = new Map();
+  if (!tailText) return out;
+  try {
+    for (const e of JSON.parse(tailText).tools ?? []) out.set(e.callId, e.name);
+  } catch {
+    // an unreadable tail names no tools; the core refuses the decisions
+  }
+  return out;
+}
+
+export async function lease(ctx, request, id) {
+  requireJson(request);
+  const who = await identityOf(ctx, request, id, "write");
+  const body = await readBody(request, ctx.maxBodyBytes);
+  const asked = answerOf(core.leaseRequest(body));
+  const at = clock(ctx, request);
+  return writing(ctx, async (c) => {
+    const r = await c.query(`SELECT record, lease_token, lease_who FROM gatehouse_threads
+      WHERE id = $1 FOR UPDATE`, [id]);
+    const token = r.rows[0]?.lease_token ?? null;
+    // Only the holder of the lease's secret, signed in as who took it, renews or releases it.
+    const holder = token !== null && r.rows[0].lease_who === who &&
+      sameSecret(asked.leaseToken, token);
+    const plan = answerOf(core.planLease(id, r.rows[0]?.record ?? undefined, body, at, holder));
+    if (!plan.ok) return { value: '{"ok":false}', write: false };
+    // A released lease takes its secret and holder with it.
+    await c.query(`UPDATE gatehouse_threads SET record = $2, lease_token = $3, lease_who = $4,
+      updated_at = now() WHERE id = $1`,
+    [id, plan.record, plan.leased ? token : null, plan.leased ? who : null]);
+    // A release frees the thread for another device: tell them (the version is unchanged).
+    if (asked.op === "release") await announce(ctx, c, id, plan.version);
+    return { value: '{"ok":true}', write: true };
+  });
+}
+
+export async function remove(ctx, request, id) {
+  await identityOf(ctx, request, id, "delete");
+  return writing(ctx, async (c) => {
+    const r = await c.query("DELETE FROM gatehouse_threads WHERE id = $1 RETURNING record", [id]);
+    for (const table of ["gatehouse_messages", "gatehouse_audit", "gatehouse_commits"]) {
+      await c.query(`DELETE FROM ${table} WHERE thread = $1`, [id]);
+    }
+    const existed = r.rows.some((row) => row.record !== null);
+    if (existed) await announce(ctx, c, id, null);
+    return { value: "{}", write: true };
+  });
+}
+
+/**
+ * The user's threads: those it created (the owner index), those `sharedWith` names, and those
+ * created before owners were kept. Ids first, from indexes: each is still asked of
+ * `authorize` (`read`), and no record is read before it allows it.
+ */
+export async function list(ctx, request) {
+  const who = await identityOf(ctx, request, null, "list");
+  let shared = [];
+  if (ctx.sharedWith) {
+    try {
+      shared = await ctx.sharedWith(who, request);
+    } catch (e) {
+      throw authorizeFailed(e);
+    }
+    if (!Array.isArray(shared) || !shared.every((x) => typeof x === "string")) {
+      throw new Refusal(500, "authorize_failed", "sharedWith must return a list of thread ids");
+    }
+  }
+  const ids = await ctx.pool.query(`SELECT id FROM gatehouse_threads
+      WHERE owner = $1 AND record IS NOT NULL
+    UNION SELECT id FROM gatehouse_threads
+      WHERE id = ANY($2::text[]) AND record IS NOT NULL
+    UNION SELECT id FROM gatehouse_threads
+      WHERE owner IS NULL AND record IS NOT NULL
+    ORDER BY id`, [who, shared]);
+  const allowed = await Promise.all(ids.rows.map((row) => mayRead(ctx, request, row.id)));
+  const readable = ids.rows.filter((_, i) => allowed[i]).map((row) => row.id);
+  if (readable.length === 0) return '{"threads":[]}';
+  const r = await ctx.pool.query(`SELECT id, record FROM gatehouse_threads
+    WHERE id = ANY($1::text[]) AND record IS NOT NULL ORDER BY id`, [readable]);
+  const texts = [];
+  for (const row of r.rows) {
+    try {
+      // A list shows threads, not the MCP servers' tool lists they were run with.
+      texts.push(answerOf(core.listRecord(row.id, row.record)).record);
+    } catch {
+      // An unreadable record is left out of the list (as the local stores do).
+    }
+  }
+  return `{"threads":[${texts.join(",")}]}`;
+}
+
+// The change stream: SSE, or JSON long-polls, read from gatehouse_changes (docs/design.md,
+// "Across devices"). NOTIFY only wakes the readers; without it they read every `pollMs`.
