@@ -50,14 +50,6 @@ function gatehouseError(e, code = "internal") {
 
 const databaseOf = (storage) => `${storage?.kind ?? "indexeddb"}:${storage?.database ?? "gatehouse"}`;
 
-// The threads hooks of this page hear their database's changes from here when
-// Agent.subscribeThreads is missing: each session reports its agent's notices.
-const localThreadListeners = new Map(); // database key -> Set<() => void>
-
-function noticeThreads(storage) {
-  for (const listener of localThreadListeners.get(databaseOf(storage)) ?? []) listener();
-}
-
 /** `page` (the newest rows) merged into `have` (a contiguous run ending at the old tail). */
 function mergeTail(have, page) {
   if (page.length === 0) return have;
@@ -102,7 +94,6 @@ class Session {
       this.unsubscribe = agent.subscribe(() => {
         this.#read();
         this.sync();
-        noticeThreads(this.options.storage);
       });
       await this.sync();
       this.#read({ ready: true, agent });
@@ -328,9 +319,8 @@ export function useAgent(options) {
 }
 
 /**
- * The threads of a database (`Agent.listThreads(storage)`), newest first, kept up to date:
- * through `Agent.subscribeThreads` where the package has it, else after every change made by
- * this page's `useAgent` hooks. Its actions never reject either: `error` says what failed.
+ * The threads of a database (`Agent.listThreads(storage)`), newest first, kept up to date
+ * through `Agent.subscribeThreads`. Its actions never reject either: `error` says what failed.
  */
 export function useThreads(storage) {
   const key = databaseOf(storage);
@@ -354,25 +344,14 @@ export function useThreads(storage) {
       }
     };
     reload.current = read;
-    let unsubscribe;
-    if (typeof Agent.subscribeThreads === "function") {
-      // Synchronous once init() has finished; its notices say which thread changed, and the
-      // list is read again whole (titles and counts are in the records).
-      const subscribed = init().then(() => (live ? Agent.subscribeThreads(storageRef.current, () => read()) : null))
-        .catch((e) => {
-          if (live) setState((s) => ({ ...s, error: gatehouseError(e) }));
-          return null;
-        });
-      unsubscribe = () => subscribed.then((stop) => stop?.());
-    } else {
-      const listeners = localThreadListeners.get(key) ?? new Set();
-      localThreadListeners.set(key, listeners);
-      listeners.add(read);
-      unsubscribe = () => {
-        listeners.delete(read);
-        if (listeners.size === 0) localThreadListeners.delete(key);
-      };
-    }
+    // Synchronous once init() has finished; its notices say which thread changed, and the
+    // list is read again whole (titles and counts are in the records).
+    const subscribed = init().then(() => (live ? Agent.subscribeThreads(storageRef.current, () => read()) : null))
+      .catch((e) => {
+        if (live) setState((s) => ({ ...s, error: gatehouseError(e) }));
+        return null;
+      });
+    const unsubscribe = () => subscribed.then((stop) => stop?.());
     read();
     return () => {
       live = false;
@@ -388,8 +367,7 @@ export function useThreads(storage) {
       setState((s) => ({ ...s, error: gatehouseError(e) }));
       return false;
     }
-    if (typeof Agent.subscribeThreads === "function") await reload.current();
-    else noticeThreads(storageRef.current); // every useThreads of this database reads again
+    await reload.current();
     return true;
   }, []);
   const refresh = useCallback(() => reload.current(), []);

@@ -11,12 +11,22 @@
 // a pending method keeps nothing borrowed that a callback, or another call, may need.
 #![deny(clippy::await_holding_refcell_ref)]
 
+// The core's modules, public for the store handler's core (server/core) and the integration
+// tests, hidden from the documentation: `cargo doc` shows the Rust API re-exported below and
+// nothing else (docs/design.md, "The Rust API", says why this and not a crate of its own).
+#[doc(hidden)]
 pub mod engine;
+#[doc(hidden)]
 pub mod event;
+#[doc(hidden)]
 pub mod mcp;
+#[doc(hidden)]
 pub mod providers;
+#[doc(hidden)]
 pub mod schema;
+#[doc(hidden)]
 pub mod store;
+#[doc(hidden)]
 pub mod thread;
 
 #[cfg(all(target_arch = "wasm32", feature = "browser"))]

@@ -6,7 +6,10 @@ use crate::providers::ProviderError;
 use crate::store::StoreError;
 use std::fmt;
 
+/// What a call on an agent failed with. Its stable code is [`AgentError::code`], derived from
+/// the variant here and nowhere else; code that decides by kind matches the variants.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum AgentError {
     Engine(EngineError),
     Store(StoreError),
@@ -92,12 +95,19 @@ impl AgentError {
 
     /// A stale write or a new message while calls wait (`conflict`): read the thread again.
     pub fn is_conflict(&self) -> bool {
-        self.code() == "conflict"
+        matches!(
+            self,
+            AgentError::Store(StoreError::Conflict { .. })
+                | AgentError::Engine(EngineError::Conflict(_))
+        )
     }
 
     /// Another run holds the thread (`busy`).
     pub fn is_busy(&self) -> bool {
-        self.code() == "busy"
+        matches!(
+            self,
+            AgentError::Store(StoreError::Owned { .. }) | AgentError::Engine(EngineError::Busy(_))
+        )
     }
 
     pub fn call_id(&self) -> Option<&str> {
@@ -122,6 +132,17 @@ impl fmt::Display for AgentError {
             AgentError::InvalidConfig(m) => write!(f, "invalid configuration: {m}"),
             AgentError::ContextOverflow(m) => write!(f, "context window exceeded: {m}"),
             AgentError::ModelFile(_, m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AgentError::Engine(e) => Some(e),
+            AgentError::Store(e) => Some(e),
+            AgentError::Provider(e) => Some(e),
+            _ => None,
         }
     }
 }

@@ -167,13 +167,15 @@ pub async fn run(
                 None => run_input(s, Input::Decisions(decisions.clone()), opts).await,
             };
             match result {
-                Err(e) if e.code() == "expired" => {
+                Err(e @ AgentError::Engine(EngineError::Expired { .. })) => {
                     let _ = expiry::expire_due(s, opts).await;
                     Err(e)
                 }
-                Err(e) if matches!(e.code(), "not_suspended" | "unknown_call_id") => {
-                    Err(expiry::expired_error(s, &decisions).await.unwrap_or(e))
-                }
+                Err(
+                    e @ AgentError::Engine(
+                        EngineError::NotSuspended(_) | EngineError::UnknownCallId { .. },
+                    ),
+                ) => Err(expiry::expired_error(s, &decisions).await.unwrap_or(e)),
                 result => result,
             }
         }

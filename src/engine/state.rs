@@ -47,7 +47,7 @@ pub struct RunJournal {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started: Option<String>,
     /// Calls that were gated when the message was written, or re-gated since: each needs an
-    /// approving [`DecisionRecord`] to run, whatever the tail says.
+    /// approving `DecisionRecord` to run, whatever the tail says.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gated: Vec<String>,
     /// The decisions made so far (last write wins per call).

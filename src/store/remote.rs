@@ -15,8 +15,8 @@ use super::wire::{
     MAX_PAGE, RowsPage, ThreadList,
 };
 use super::{IndexedDbStore, MessageRow, Queued, Snapshot, StoreError, ThreadRecord, Writer};
-use crate::driver::fetch::{self, AbortLink, FetchError};
 use crate::engine::Commit;
+use crate::net::fetch::{self, AbortLink, FetchError};
 use gloo_net::http::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
