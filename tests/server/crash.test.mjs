@@ -89,3 +89,44 @@ test("30 commits in flight when Postgres is killed: after restart and retry, eac
     console.log(`killed after ${round} ms: ${answeredBefore} of 30 answered before the kill`);
   }
 });
+
+test("a decision waiting inside its transaction when Postgres dies is not applied; its retry is, once, as its decider", async () => {
+  const id = "alice:decide-crash";
+  await applyAll(client(s, "alice"), id, run.slice(0, 2));
+  s.grants.set(id, ["bob/read", "bob/decide"]);
+  const bob = client(s, "bob");
+  const decision = { commitId: "bob:d1", decisions: { c1: "approve" } };
+  const holder = new pg.Client({ connectionString: s.postgres.connectionString });
+  holder.on("error", () => {});
+  await holder.connect();
+  await holder.query("BEGIN");
+  await holder.query("SELECT 1 FROM gatehouse_threads WHERE id = $1 FOR UPDATE", [id]);
+  const pending = bob.decide(id, decision);
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const waiting = await s.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'`);
+    if (waiting.rows[0].n > 0) break;
+    assert.ok(Date.now() < deadline, "the decision reached the row lock");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  s.postgres.kill();
+  const failed = await pending;
+  assert.equal(failed.status, 500, failed.text);
+  assert.equal(failed.body.error.code, "storage");
+  await s.postgres.restart();
+  await holder.end().catch(() => {});
+  const first = await untilOk(() => bob.load(id));
+  assert.equal(first.body.record.version, 2, "the interrupted decision was not applied");
+  const retried = await untilOk(() => bob.decide(id, decision));
+  assert.equal(retried.body.record.version, 3);
+  const again = await bob.decide(id, decision);
+  assert.equal(again.status, 200, again.text);
+  assert.deepEqual(again.body, retried.body, "the same answer, not a second decision");
+  const db = await stored(s.pool, id);
+  assert.equal(db.version, 3);
+  // One decision, by bob, in the journal's open audit record of c1 (and in no row twice).
+  const open = db.record.run.audit.map((a) => [a.callId, a.decidedBy]);
+  assert.deepEqual(open, [["c1", "bob"]]);
+  assert.deepEqual(db.commits, ["bob:d1", "w1:0", "w1:1"]);
+});
