@@ -10,8 +10,19 @@ pub(super) struct RunningGuard(pub(super) Shared);
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {
-        if let Ok(mut s) = self.0.try_borrow_mut() {
-            s.running = false;
+        let missed = match self.0.try_borrow_mut() {
+            Ok(mut s) => {
+                s.running = false;
+                let at = s.version as f64;
+                s.live.missed.take().filter(|v| *v > at)
+            }
+            Err(_) => None,
+        };
+        // A notice that came while the call ran, of a version this view is not at (another
+        // device's write, not this call's own): the thread is read again now, and a run
+        // another device handed on goes on here (`changes::go_on`).
+        if let Some(v) = missed {
+            super::live::notice(&self.0, v.is_finite().then_some(v));
         }
     }
 }

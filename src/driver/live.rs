@@ -31,6 +31,12 @@ pub struct Live {
     list: Option<BroadcastChannel>,
     /// A remote thread's change stream (`changes::follow`): aborted with the agent.
     pub(super) remote: Option<web_sys::AbortController>,
+    /// The latest version a notice named while a call of this agent was running (infinite:
+    /// one that named none), not acted on then: the call's end reads the thread again if its
+    /// view is not at it (`admission::RunningGuard`). A decision sent as an intent holds no
+    /// lease, so another device's decision may land meanwhile; without this the view kept
+    /// the older thread and the run never went on here.
+    pub(super) missed: Option<f64>,
 }
 
 impl Drop for Live {
@@ -184,8 +190,13 @@ pub fn connect(s: &Shared, name: &str) {
 /// running and does not stand at that version reloads, then tells its listeners.
 pub fn notice(s: &Shared, version: Option<f64>) {
     let stale = {
-        let g = s.borrow();
-        !g.running && version.is_none_or(|v| v != g.version as f64)
+        let mut g = s.borrow_mut();
+        let changed = version.is_none_or(|v| v != g.version as f64);
+        if changed && g.running {
+            let v = version.unwrap_or(f64::INFINITY);
+            g.live.missed = Some(g.live.missed.map_or(v, |m| m.max(v)));
+        }
+        !g.running && changed
     };
     if stale {
         let s = s.clone();

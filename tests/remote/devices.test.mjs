@@ -273,6 +273,42 @@ test('two devices decide different calls of one turn at once: both land (the han
   assert.deepEqual(end.audit, [['call_1', 'ok', 'clerk'], ['call_2', 'rejected', 'manager']]);
 });
 
+test('another device decides while this one waits for its own decision\'s answer: the run goes on here all the same', T, async (t) => {
+  // The desk's decision lands at once but its answer comes late; the phone's decision lands
+  // meanwhile, and its notice reaches the desk while its own call is still running. Before,
+  // that notice was dropped: the desk kept the thread as its own decision left it (a call
+  // still pending elsewhere) and never ran the approved call (found by CI, on this test's
+  // sibling above).
+  const threadId = uid('t');
+  const two = { toolCalls: [
+    { id: 'call_1', name: 'delete_file', arguments: { path: '/one' } },
+    { id: 'call_2', name: 'delete_file', arguments: { path: '/two' } },
+  ] };
+  const sc = await h.scenario([two, { text: 'Both handled.' }]);
+  const desk = await device(t, { user: 'clerk', threadId, model: sc.openai(), withTool: true });
+  const phone = await device(t, { user: 'manager', threadId });
+  assert.equal(await run(desk, async () => (await window.agent.chat('delete both')).status), 'awaiting_approval');
+  await run(phone, async () => window.gh.until(() => window.agent.pendingTools().length === 2, 5_000));
+  remote.delayAnswer((method, path) => method === 'POST' && path.endsWith('/decide'), 1500);
+  const deskDecides = run(desk, async () => (await window.agent.submitDecisions({ call_1: 'approve' })).status);
+  // The desk's decision is applied (the thread's version moves) before the phone decides.
+  const before = Date.now();
+  for (;;) {
+    const r = await remote.pool.query('select version from gatehouse_threads where id = $1', [threadId]);
+    if (Number(r.rows[0].version) >= 3) break;
+    assert.ok(Date.now() - before < 5000, 'the desk decision was applied');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const phoneSays = await run(phone, async () => (await window.agent.submitDecisions({ call_2: 'reject' })).status);
+  assert.equal(phoneSays, 'awaiting_device');
+  assert.equal(await deskDecides, 'awaiting_approval', 'the desk\'s answer is the thread its decision left');
+  const end = await run(desk, async () => {
+    await window.gh.until(() => window.agent.status() === 'idle' && window.gh.calls.length > 0, 10_000);
+    return { calls: window.gh.calls.map((c) => c.inputs.path), last: window.agent.lastMessage()?.content?.[0]?.content };
+  }, null, 20_000);
+  assert.deepEqual(end, { calls: ['/one'], last: 'Both handled.' });
+});
+
 test('the handler answers nothing after committing a decision: the retry is answered as the success it was, the call runs once', T, async (t) => {
   const threadId = uid('t');
   const sc = await h.scenario([gated('call_1', '/lost'), { text: 'Deleted.' }]);

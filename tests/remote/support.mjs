@@ -7,7 +7,7 @@
 import { bearer, startStoreServer } from '../support/store-server.mjs';
 
 export async function startRemote() {
-  const state = { allow: () => true, lose: null, lost: [] };
+  const state = { allow: () => true, lose: null, lost: [], delay: null };
   const server = await startStoreServer({
     authorize: (request, { threadId, action }) => {
       const user = bearer(request);
@@ -16,7 +16,15 @@ export async function startRemote() {
     // `remote.loseAnswer(pred)`: the next request matching `pred(method, path)` is handled in
     // full (its transaction commits), then its connection is cut before the answer is
     // written, as when the handler dies between commit and response.
+    // `remote.delayAnswer(pred, ms)`: the next request matching `pred` is handled in full,
+    // and its answer sent `ms` later (a slow network back to the device).
     wrap: (listener) => (req, res) => {
+      if (state.delay && state.delay.pred(req.method, req.url)) {
+        const { ms } = state.delay;
+        state.delay = null;
+        const end = res.end.bind(res);
+        res.end = (...a) => { setTimeout(() => end(...a), ms); return res; };
+      }
       if (state.lose && state.lose(req.method, req.url)) {
         state.lose = null;
         state.lost.push(`${req.method} ${req.url}`);
@@ -33,6 +41,7 @@ export async function startRemote() {
     postgres: server.postgres,
     set allow(f) { state.allow = f; },
     loseAnswer(pred) { state.lose = pred; },
+    delayAnswer(pred, ms) { state.delay = { pred, ms }; },
     get lost() { return state.lost; },
     stop: () => server.close(),
   };
