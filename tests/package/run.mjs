@@ -22,8 +22,11 @@ const tarball = path.join(work, sh("npm", ["pack", "--silent", "--pack-destinati
 const listing = sh("tar", ["tzf", tarball], work).trim().split("\n").sort();
 const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gatehouse_bg.wasm", "gatehouse_wasm.d.ts", "gatehouse_wasm.js", "package.json",
   "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/announcer.js", "ui/cards.js", "ui/chat-view.js", "ui/composer.js",
-  "ui/element.js", "ui/element.d.ts", "ui/errors.js", "ui/markdown.js", "ui/message-list.js", "ui/widget.js", "ui/gatehouse.css",
-  "server.js", "server.d.ts", "server/core.js", "server/core.d.ts", "server/core_bg.wasm",
+  "ui/element.js", "ui/element.d.ts", "ui/errors.js", "ui/markdown.js", "ui/message-list.js", "ui/messages.js", "ui/widget.js",
+  "ui/gatehouse.css",
+  // gatehouse-agent/server: its entry, its modules by job, and its wasm core.
+  "server.js", "server.d.ts", "server/core.js", "server/core.d.ts", "server/core_bg.wasm", "server/cursor.js",
+  "server/errors.js", "server/feed.js", "server/http.js", "server/postgres.js", "server/threads.js", "server/wasm.js",
   // gatehouse-agent/local, the in-page model, with the llama.cpp runtime it vendors.
   "local/index.js", "local/index.d.ts", "local/grammar.js", "local/model-file.js", "local/wllama/index.js",
   "local/wllama/wllama.wasm", "local/wllama/LICENCE",
@@ -129,9 +132,10 @@ if (!assets.some((a) => a.endsWith(".wasm"))) throw new Error("vite did not emit
 if (assets.some((a) => a.endsWith(".css"))) throw new Error("importing gatehouse-agent/ui put a stylesheet in the build: " + assets);
 sh(path.join(root, "node_modules/.bin/vite"), ["build", "--logLevel", "warn", viteReact], viteReact);
 const reactDist = path.join(viteReact, "dist");
-// The React module imports React and react-dom from the app (peers), the entry and the ui kit.
+// The React module imports React and react-dom from the app (peers), the entry and the ui kit
+// (its index, and the message reducer it shares with the chat view).
 const hookImports = [...fs.readFileSync(path.join(root, "pkg/react.js"), "utf8").matchAll(/^import .* from "([^"]+)";$/gm)].map((m) => m[1]);
-if (JSON.stringify(hookImports) !== '["react","react-dom","./gatehouse.js","./ui/index.js"]') throw new Error(`react.js imports ${hookImports}`);
+if (JSON.stringify(hookImports) !== '["react","react-dom","./gatehouse.js","./ui/index.js","./ui/messages.js"]') throw new Error(`react.js imports ${hookImports}`);
 
 function serve(dir) {
   return new Promise((resolve, reject) => {
