@@ -12,7 +12,7 @@ export async function changes(ctx, request, q) {
   if (q.poll !== undefined) {
     if (q.poll !== "1") throw invalid('poll must be "1"');
     poll = {
-      since: q.since === undefined ? null : await openCursor(ctx.cursorKey, q.since),
+      since: q.since ?? null, // opened once the connection is authorized (below)
       wait: q.wait === undefined ? 0 : integer(q.wait, "wait", 60_000),
     };
   } else if (q.since !== undefined || q.wait !== undefined) {
@@ -21,6 +21,8 @@ export async function changes(ctx, request, q) {
   // The connection is authorized (as `list`) before anything is read, and counted: an
   // identity has at most maxFeedsPerIdentity feeds open at once.
   const who = await identityOf(ctx, request, null, "list");
+  // No decryption for a client authorize refused: a cursor is opened only now.
+  if (poll?.since != null) poll.since = await openCursor(ctx.cursorKey, poll.since);
   const open = ctx.feeds.get(who) ?? 0;
   if (open >= ctx.maxFeedsPerIdentity) {
     throw new Refusal(429, "too_many_feeds",

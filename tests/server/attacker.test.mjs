@@ -238,6 +238,9 @@ test("authorize runs first, never under a lock, and a throw is authorize_failed"
 test("feeds: the connection is authorized, capped per identity, and an idle long poll makes no queries", async () => {
   const anon = await client(s, null).call("GET", "/changes?poll=1");
   assert.equal(anon.status, 403);
+  // Not even a cursor is opened for it: a forged one is refused as unauthorized, not checked.
+  const probe = await client(s, null).call("GET", "/changes?poll=1&since=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+  assert.equal(probe.status, 403);
   assert.equal(anon.body.error.code, "unauthorized");
   const sse = await fetch(`${s.url}/changes`);
   assert.equal(sse.status, 403);
