@@ -82,6 +82,11 @@ pub struct Session {
     /// Runs started on this agent: a reload started outside a run gives way to a run that
     /// started while it read (see [`reload`]).
     runs: u64,
+    /// Reloads started on this agent, and the latest of them whose read the view took: the
+    /// answers of two reads can cross on the network, and the older one must not undo the
+    /// newer (see [`reload`]).
+    reloads: u64,
+    reload_taken: u64,
     /// The last write of the current run kept its lease (the run must clear it when it ends).
     leased: bool,
     /// Results this run computed whose write was refused because another agent took the

@@ -47,6 +47,8 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         request_size: snap.record.request_size.clone(),
         running: false,
         runs: 0,
+        reloads: 0,
+        reload_taken: 0,
         leased: false,
         refused: Vec::new(),
         queued: 0,
@@ -185,17 +187,25 @@ pub fn running_here(s: &Session) -> bool {
 /// Re-reads the thread (record and tail), drops any cached history, and asks the Web Lock
 /// whether another agent's run is alive.
 pub async fn reload(s: &Shared) -> Result<(), AgentError> {
-    let (store, thread, runs) = {
-        let g = s.borrow();
-        (g.store.clone(), g.thread_id.clone(), g.runs)
+    let (store, thread, runs, ticket) = {
+        let mut g = s.borrow_mut();
+        g.reloads += 1;
+        (g.store.clone(), g.thread_id.clone(), g.runs, g.reloads)
     };
     let snap = store.load(&thread, now()).await?;
-    // A run that started while this read (a live notice's or `refresh()`'s reload) owns the
-    // view now: its input was applied to it, and its admission reads the record itself.
-    if s.borrow().runs != runs {
-        return Ok(());
+    {
+        let mut g = s.borrow_mut();
+        // A run that started while this read (a live notice's or `refresh()`'s reload) owns
+        // the view now: its input was applied to it, and its admission reads the record
+        // itself. A reload that started after this one and already took its read saw a state
+        // at least as new: over HTTP an older read's answer can come back after a newer one's
+        // (two notices in a row), and taking it would undo the newer view.
+        if g.runs != runs || g.reload_taken > ticket {
+            return Ok(());
+        }
+        g.reload_taken = ticket;
+        take(&mut g, &snap);
     }
-    take(&mut s.borrow_mut(), &snap);
     observe(s, &snap, runs).await;
     outbox::count(s).await;
     changes::go_on(s, snap.record.status());

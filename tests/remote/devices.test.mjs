@@ -87,6 +87,44 @@ test('a phone without the tool approves; the desktop runs the call exactly once,
   assert.equal(rows.rows[0].n, 4, 'user, call, result, answer: stored once each');
 });
 
+test('a read that comes back late does not undo a newer one: the phone keeps the pending call and approves it', T, async (t) => {
+  // Two reads of the thread in flight at once (two notices in a row, or a notice and
+  // `refresh()`), whose answers cross on the network: the older read comes back last. Before,
+  // it was taken as it came: the phone showed the thread as it was before the call, and
+  // refused to approve it with `not_suspended` (found by CI, as a flaky failure of the first
+  // test here).
+  const threadId = uid('t');
+  const sc = await h.scenario([gated('call_1', '/late'), { text: 'Deleted.' }]);
+  const desk = await device(t, { user: 'clerk', threadId, model: sc.openai(), withTool: true });
+  const phone = await device(t, { user: 'manager', threadId });
+  // The phone's first read sees the empty thread; its answer ends 3 s later. (First, the read
+  // the phone's change stream makes when it opens has come back.)
+  await run(phone, () => new Promise((r) => setTimeout(r, 500)));
+  remote.delayAnswer((method, path, user) => method === 'GET' && user === 'manager'
+    && path.endsWith(`/threads/${threadId}`), 3000);
+  await run(phone, async () => {
+    window.lateRead = window.agent.refresh();
+    await new Promise((r) => setTimeout(r, 300));
+  });
+  assert.equal(await run(desk, async () => (await window.agent.chat('delete /late')).status), 'awaiting_approval');
+  const onPhone = await run(phone, async () => {
+    await window.agent.refresh(); // the newer read: the pending call
+    const before = window.agent.pendingTools().map((e) => e.callId);
+    await window.lateRead; // the older read's answer, back now
+    const after = window.agent.pendingTools().map((e) => e.callId);
+    const state = await window.agent.submitDecisions({ call_1: 'approve' });
+    return { before, after, status: state.status };
+  }, null, 20_000);
+  assert.deepEqual(onPhone.before, ['call_1']);
+  assert.deepEqual(onPhone.after, ['call_1'], 'the newer read stands');
+  assert.equal(onPhone.status, 'awaiting_device');
+  const calls = await run(desk, async () => {
+    await window.gh.until(() => window.agent.status() === 'idle' && window.gh.calls.length > 0, 10_000);
+    return window.gh.calls.map((c) => c.inputs.path);
+  }, null, 20_000);
+  assert.deepEqual(calls, ['/late']);
+});
+
 test('a user the handler refuses can neither open nor decide', T, async (t) => {
   const threadId = uid('t');
   remote.allow = (user, id) => user !== 'eve' || id === null;

@@ -16,14 +16,37 @@ export async function startRemote() {
     // `remote.loseAnswer(pred)`: the next request matching `pred(method, path)` is handled in
     // full (its transaction commits), then its connection is cut before the answer is
     // written, as when the handler dies between commit and response.
-    // `remote.delayAnswer(pred, ms)`: the next request matching `pred` is handled in full,
-    // and its answer sent `ms` later (a slow network back to the device).
+    // `remote.delayAnswer(pred, ms)`: the next request matching `pred(method, path, user)` is
+    // handled in full, and its answer ends `ms` later (a slow network back to the device).
     wrap: (listener) => (req, res) => {
-      if (state.delay && state.delay.pred(req.method, req.url)) {
+      const user = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+      if (state.delay && state.delay.pred(req.method, req.url, user)) {
         const { ms } = state.delay;
         state.delay = null;
+        // The answer starts at once (its head and first byte), and the rest is held for `ms`:
+        // the device waits for the whole of it, and may send other requests meanwhile (a
+        // browser holds a second read of the same URL back only until the first's head came).
+        const held = [];
+        let sent = false;
+        const write = res.write.bind(res);
         const end = res.end.bind(res);
-        res.end = (...a) => { setTimeout(() => end(...a), ms); return res; };
+        const hold = (f) => (...a) => {
+          if (sent) return f(...a);
+          if (!held.length) {
+            setTimeout(() => {
+              sent = true;
+              for (const [g, b] of held) g(...b);
+            }, ms);
+            if (f === write && a[0] instanceof Uint8Array && a[0].length > 1) {
+              write(a[0].subarray(0, 1));
+              a[0] = a[0].subarray(1);
+            }
+          }
+          held.push([f, a]);
+          return f === end ? res : true;
+        };
+        res.write = hold(write);
+        res.end = hold(end);
       }
       if (state.lose && state.lose(req.method, req.url)) {
         state.lose = null;
