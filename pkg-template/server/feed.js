@@ -179,6 +179,8 @@ export class ChangeFeed {
       await client.query(`LISTEN ${CHANNEL}`);
       if (this.closed) throw new Error("closed");
       this.listener = client;
+      // What was written before LISTEN took effect woke nobody: read it once now.
+      if (this.streams.size) this.drain();
       // Everyone left while it connected.
       this.releaseIfIdle();
     } catch (e) {
@@ -272,9 +274,11 @@ export class ChangeFeed {
       }, this.pingMs);
       this.pinger.unref?.();
     }
-    // Without NOTIFY, read every pollMs; with it, every 5 s as well (a lost wake-up).
-    if (!this.timer) {
-      this.timer = setInterval(() => this.drain(), this.notify ? 5000 : this.pollMs);
+    // Without NOTIFY, read every pollMs. With it, only when woken: an idle stream costs no
+    // queries. (A write between a new stream's first read of the counter and LISTEN taking
+    // effect is caught by the read `listen` makes once LISTEN is on.)
+    if (!this.timer && !this.notify) {
+      this.timer = setInterval(() => this.drain(), this.pollMs);
       this.timer.unref?.();
     }
   }

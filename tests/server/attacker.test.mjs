@@ -235,7 +235,7 @@ test("authorize runs first, never under a lock, and a throw is authorize_failed"
   }
 });
 
-test("feeds: the connection is authorized, capped per identity, and an idle long poll makes no queries", async () => {
+test("feeds: the connection is authorized, capped per identity, and an idle long poll or stream makes no queries", async () => {
   const anon = await client(s, null).call("GET", "/changes?poll=1");
   assert.equal(anon.status, 403);
   // Not even a cursor is opened for it: a forged one is refused as unauthorized, not checked.
@@ -249,18 +249,25 @@ test("feeds: the connection is authorized, capped per identity, and an idle long
   const ctl = new AbortController();
   const first = await client(s, "mallory").call("GET", "/changes?poll=1");
   const cursor = first.body.cursor;
-  const polls = [0, 1, 2].map(() => fetch(`${s.url}/changes?poll=1&since=${cursor}&wait=3000`,
+  const polls = [0, 1, 2].map(() => fetch(`${s.url}/changes?poll=1&since=${cursor}&wait=10000`,
     { headers: { authorization: "Bearer mallory" }, signal: ctl.signal }).catch(() => null));
   await new Promise((r) => setTimeout(r, 300));
   const fourth = await client(s, "mallory").call("GET", `/changes?poll=1&since=${cursor}&wait=100`);
   assert.equal(fourth.status, 429);
   assert.equal(fourth.body.error.code, "too_many_feeds");
+  // And an SSE stream of sally's, open and connected (there was a read every 5 s).
+  const stream = await fetch(`${s.url}/changes`, { headers: { authorization: "Bearer sally" },
+    signal: ctl.signal });
+  const reader = stream.body.getReader();
+  assert.match(new TextDecoder().decode((await reader.read()).value), /connected/);
+  await new Promise((r) => setTimeout(r, 300));
   const from = s.queries.length;
-  await new Promise((r) => setTimeout(r, 2000));
+  await new Promise((r) => setTimeout(r, 6000));
   const made = s.queries.slice(from).filter((q) => !/^(LISTEN|UNLISTEN)/.test(q));
-  assert.deepEqual(made, [], "idle polls made no queries in 2 s");
+  assert.deepEqual(made, [], "idle polls and an idle stream made no queries in 6 s");
   ctl.abort();
   await Promise.all(polls);
+  await reader.cancel().catch(() => {});
 });
 
 test("a poll's cursor tells nothing global: sealed, new at every answer, and a forged one is refused", async () => {
