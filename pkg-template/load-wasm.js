@@ -1,3 +1,4 @@
+// @ts-check
 // Loads one of the package's own wasm modules (the demo model's, the MCP client's) once, on
 // first use: `init` is its wasm-bindgen init, `url` its wasm file. A failed load is not kept,
 // so the next use tries again (a page that was offline may be online by then).

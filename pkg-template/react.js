@@ -1,3 +1,4 @@
+// @ts-check
 // gatehouse-agent/react: the hooks (useAgent, useThreads) and the components (ChatView,
 // Thread, ApprovalCards, Composer). React and react-dom are peer dependencies (not bundled).
 //
@@ -40,10 +41,13 @@ const IDLE = Object.freeze({
   failedCalls: [],
 });
 
+/** A GatehouseError made here (its constructor is not the app's API: gatehouse.d.ts). */
+const fault = (code, message) => new (/** @type {any} */ (GatehouseError))(code, message, false);
+
 /** Every error the hooks report is a GatehouseError; anything else becomes one. */
 function gatehouseError(e, code = "internal") {
   if (isGatehouseError(e)) return e;
-  const error = new GatehouseError(code, String(e?.message ?? e), false);
+  const error = fault(code, String(e?.message ?? e));
   error.cause = e;
   return error;
 }
@@ -169,7 +173,11 @@ class Session {
 
   /** Runs one call of the agent with streaming events. Resolves to its result, or (never
    *  rejecting) to undefined when it failed; `reject: true` rejects instead (the ui kit's
-   *  contract). Either way a failure is `error`, with the calls it concerned in `failedCalls`. */
+   *  contract). Either way a failure is `error`, with the calls it concerned in `failedCalls`.
+   *  @param {string} method
+   *  @param {any[]} args
+   *  @param {{ signal?: AbortSignal, onEvent?: (event: any) => void, reject?: boolean,
+   *    callIds?: string[] }} [options] */
   async run(method, args, { signal, onEvent, reject = false, callIds = [] } = {}) {
     const fail = (error) => {
       if (!this.closed) this.#set({ error, failedCalls: callIds });
@@ -179,7 +187,7 @@ class Session {
     const agent = await this.opening;
     if (this.closed || !agent) {
       return fail(this.closed
-        ? new GatehouseError("disposed", `${method}(): the component that used this agent was unmounted`, false)
+        ? fault("disposed", `${method}(): the component that used this agent was unmounted`)
         : this.state.error);
     }
     const abort = new AbortController();
@@ -197,7 +205,7 @@ class Session {
     };
     try {
       const options = { signal: abort.signal, onEvent: events };
-      if (method === "setToolPolicy") return (await agent.setToolPolicy(...args), true);
+      if (method === "setToolPolicy") return (await agent.setToolPolicy(args[0], args[1]), true);
       return await agent[method](...args, options);
     } catch (e) {
       const error = gatehouseError(e);
@@ -270,7 +278,7 @@ export function useAgent(options) {
   const optionsRef = useRef(options);
   optionsRef.current = options;
   const sessionRef = useRef(null);
-  const [state, setState] = useState(IDLE);
+  const [state, setState] = useState(/** @type {Record<string, any>} */ (IDLE)); // + key
 
   useEffect(() => {
     let session = sessionRef.current;
@@ -425,6 +433,10 @@ function errorsOf(chat) {
 }
 
 /** The kit's ChatView over `agent`, in a div React owns. */
+/** @param {{ agent: any, errors?: any, tools?: any[], labels?: Record<string, string>,
+ *   suggestions?: string[], intro?: string, onChange?: Function, onBusy?: Function,
+ *   onOpenSettings?: Function, approvalRenderers?: object, className?: string,
+ *   style?: object }} props */
 function KitChat({ agent, errors, tools, labels, suggestions, intro, onChange, onBusy, onOpenSettings, approvalRenderers, className, style }) {
   const root = useRef(null);
   const [view, setView] = useState(null);
@@ -504,7 +516,7 @@ export function ApprovalCards({ chat, tools, labels, approvalRenderers, alwaysAl
     const session = () => latest.current?.[SESSION];
     const decide = (decisions) => {
       const s = session();
-      if (!s) return Promise.reject(new GatehouseError("disposed", "the thread is not open", false));
+      if (!s) return Promise.reject(fault("disposed", "the thread is not open"));
       return s.run("submitDecisions", [decisions], { reject: true, callIds: Object.keys(decisions) });
     };
     const c = new CardsKit({

@@ -1,3 +1,4 @@
+// @ts-check
 // gatehouse-agent/server: the store handler an app mounts in its backend, so that a thread's
 // authority is the app's Postgres (docs/design.md, "Across devices"). A fetch-style handler,
 // Request → Response. The protocol is src/store/wire.rs; the decisions (the commit rule, the

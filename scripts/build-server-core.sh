@@ -16,6 +16,7 @@ wasm-bindgen target/wasm32-unknown-unknown/release/gatehouse_server_core.wasm \
 rm -f pkg/server/core_bg.wasm.d.ts
 # Only server/wasm.js and server/threads.js import it; its raw exports are nobody's API.
 sed -i '/^export type InitInput/,$d' pkg/server/core.d.ts
+echo 'export function initSync(module: unknown): unknown;' >> pkg/server/core.d.ts
 node_modules/.bin/wasm-opt pkg/server/core_bg.wasm -Oz --converge \
   --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \

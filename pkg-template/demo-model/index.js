@@ -1,3 +1,4 @@
+// @ts-check
 // The offline demo model, loaded only for an agent whose model is `provider: "demo"` (or that
 // gives no model): the main wasm leaves it out, so that apps with a real model never download
 // it (docs/design.md, "The demo model"). Its answers are computed by its own small wasm

@@ -1,3 +1,4 @@
+// @ts-check
 // Tool calls a small model cannot get wrong (docs/design.md, "A model in the page"): a GBNF
 // grammar for llama.cpp's sampler that lets the model write either plain text or one or more
 // calls, each naming an offered tool, its arguments valid against that tool's JSON Schema.

@@ -1,3 +1,4 @@
+// @ts-check
 // gatehouse-agent/local: the `local` provider, a GGUF model run in the page on the CPU by
 // llama.cpp compiled to WebAssembly (wllama, vendored in ./wllama/ with its wasm; it runs the
 // model in its own Web Worker, with threads when the page is cross-origin isolated). Nothing

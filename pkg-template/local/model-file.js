@@ -1,3 +1,4 @@
+// @ts-check
 // Getting a GGUF file into the page (docs/design.md, "A model in the page"): from the
 // browser's Cache Storage when it is there (every start after the first, offline too), else
 // downloaded with progress, checked (the GGUF magic bytes, the optional SHA-256) and cached.

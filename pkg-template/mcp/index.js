@@ -1,3 +1,4 @@
+// @ts-check
 // The MCP client, loaded only for an agent opened with `mcpServers`: the main wasm leaves it
 // out, so that apps without MCP servers never download it (docs/design.md, "MCP tools"). Its
 // own small wasm (mcp-client/ in the repository: the crate's mcp::client over gloo-net)

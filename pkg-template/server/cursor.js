@@ -1,3 +1,4 @@
+// @ts-check
 // Cursors of the change feed: the position in `gatehouse_changes`, sealed (AES-GCM, a fresh
 // nonce each time) so that a client learns nothing from it. A plain number would tell every
 // signed-in user how many writes the handler saw, and when: a sealed one differs at every

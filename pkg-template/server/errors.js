@@ -1,14 +1,12 @@
+// @ts-check
 // The store handler's errors: GatehouseError (what the app sees thrown) and Refusal (an answer
 // with a status and a stable code), and the refusals every module gives.
 
-export class GatehouseError extends Error {
-  constructor(code, message, retryable = false) {
-    super(message);
-    this.name = "GatehouseError";
-    this.code = code;
-    this.retryable = retryable;
-  }
-}
+import { GatehouseError } from "./gatehouse-error.js";
+
+// The package's one error class: src/js/error.js, which gatehouse-error.js links to here and
+// the build copies beside these modules.
+export { GatehouseError };
 
 export class Refusal {
   constructor(status, code, message, extra = {}) {

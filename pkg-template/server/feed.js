@@ -1,3 +1,4 @@
+// @ts-check
 // The change stream: SSE, or JSON long-polls, read from gatehouse_changes (docs/design.md,
 // "Across devices"). NOTIFY only wakes the readers; without it they read every `pollMs`.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // HTTP for the store handler: JSON answers, CORS and origins, query strings, bodies, and
 // Node's http server (toNodeListener).
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The store handler's tables (migrations), transactions, and the change feed's writes.
 
 import { cursorKey, hex } from "./cursor.js";

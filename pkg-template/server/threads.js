@@ -1,3 +1,4 @@
+// @ts-check
 // The thread routes of the store handler: read, rows, commit, decide, lease, delete, list
 // (docs/design.md, "Across devices" and "Threat model").
 

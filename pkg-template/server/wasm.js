@@ -1,3 +1,4 @@
+// @ts-check
 // The store handler's core (server/core, the crate's rules built as wasm): loaded once.
 
 import * as core from "./core.js";
@@ -15,6 +16,7 @@ export function loadCore(wasm) {
     coreReady = (async () => {
       let module = wasm;
       if (!module) {
+        /** @type {string | URL} */
         let url = "./core_bg.wasm";
         try {
           url = new URL(url, import.meta.url);

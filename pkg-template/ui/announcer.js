@@ -1,3 +1,4 @@
+// @ts-check
 // What a screen reader hears from the chat: one polite live region that only ever gets new
 // text appended (a finished answer, "an action needs your approval", a retry notice). The
 // message log itself is not live: it is re-rendered as the thread changes, and a live log

@@ -1,3 +1,4 @@
+// @ts-check
 // Approval cards, used by the chat view (chat-view.js) and the widget (widget.js).
 //
 // Rendering rules (Neuron's "Rendering guidance", README "The thread JSON"):

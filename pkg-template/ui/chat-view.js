@@ -1,3 +1,4 @@
+// @ts-check
 // The chat view of the demo app and the <gatehouse-chat> widget: the message log
 // (streamed answers), the approval cards, the error banner with Retry, and the composer.
 // It talks to one Gatehouse `Agent` at a time (`setAgent`). Every string from a tool or the
@@ -19,7 +20,7 @@ export class ChatView {
   /**
    * @param {{ root: HTMLElement, tools?: object[], labels?: Record<string,string>, suggestions?: string[],
    *   intro?: string, onChange?: () => void, onBusy?: (busy: boolean) => void,
-   *   onOpenSettings?: () => void }} o
+   *   onOpenSettings?: () => void, renderers?: Record<string, Function> }} o
    */
   constructor({ root, tools = [], labels = {}, suggestions = [], intro = '', onChange, onBusy, onOpenSettings, renderers = {} }) {
     this.root = root;
@@ -281,11 +282,11 @@ export class ChatView {
     if (isSuspended(this.tail)) {
       this.announcer.say(`${this.cards.title.textContent}. ${this.cards.summary.textContent}`);
       // Focus goes to the approvals heading, never to an Approve button.
-      const active = this.root.getRootNode().activeElement;
+      const active = this.#activeElement();
       if (!active || active === this.input || active === document.body || !this.root.contains(active)) this.cards.focus();
     } else if (!this.input.disabled) {
       // After a run, and after Stop (whose button is gone now), typing goes on in the message box.
-      const active = this.root.getRootNode().activeElement;
+      const active = this.#activeElement();
       if (res.ok || !active || active === document.body || active === this.stopBtn) this.input.focus({ preventScroll: true });
     }
     this.#scrollToBottom(false);
@@ -378,7 +379,7 @@ export class ChatView {
         tick();
         s.note.hidden = false;
         clearInterval(s.countdown);
-        s.countdown = setInterval(() => (Date.now() < at ? tick() : clearInterval(s.countdown)), 1000);
+        s.countdown = window.setInterval(() => (Date.now() < at ? tick() : clearInterval(s.countdown)), 1000);
         this.announcer.say(s.note.textContent);
         break;
       }
@@ -476,6 +477,10 @@ export class ChatView {
     this.cards.update(this.tail, { busy: this.busy || this.loading });
   }
 
+  /** The focused element of the document or shadow root the view is in. */
+  #activeElement() {
+    return /** @type {Document | ShadowRoot} */ (this.root.getRootNode()).activeElement;
+  }
 
   #scrollToBottom(force) {
     if (force) this.stick = true;

@@ -1,3 +1,4 @@
+// @ts-check
 // The message box of the chat view (chat-view.js) and of the React <Composer>: a textarea,
 // Send (Stop while a run goes on) and a hint that says why the box is locked. Enter sends
 // only when sending is allowed and never approves anything; Shift+Enter is a new line. The

@@ -1,10 +1,11 @@
+// @ts-check
 // What the chat view says about a failed call and a retry, in words a person can act on:
 // a key the server refused points to the settings, a rate limit says when the next try is.
 
-/** A GatehouseError of any build of the package (by name: the kit may meet another copy's). */
-export function isGatehouseError(e) {
-  return !!e && e.name === 'GatehouseError';
-}
+import { isGatehouseError } from '../gatehouse.js';
+
+// A GatehouseError of any copy of the package (by name and code: the kit may meet another's).
+export { isGatehouseError };
 
 /** Seconds until a retry, from the SDK's `retry` event or an error's `retryAfter`. */
 export function seconds(ms) {

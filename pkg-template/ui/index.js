@@ -1,3 +1,4 @@
+// @ts-check
 // gatehouse-agent/ui: the approval cards, the composer, the chat view and the <gatehouse-chat>
 // custom element, framework-free DOM, styled by gatehouse-agent/ui.css (custom properties for
 // theming). Importing it has no side effect and brings no stylesheet into a bundle: the

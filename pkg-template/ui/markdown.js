@@ -1,3 +1,4 @@
+// @ts-check
 // Answers as Markdown, safely: `marked` parses (GitHub-flavoured, line breaks kept), with raw
 // HTML off — an HTML block or tag in the text is shown as its source text, never parsed — and
 // DOMPurify then keeps only the elements and attributes below, with its safe-URL rule

@@ -1,3 +1,4 @@
+// @ts-check
 // The chat's message list: user messages as text, answers as sanitized Markdown (each parsed
 // once per message id and text), tool calls with their state, result or reject reason. The
 // approval cards of a suspended tail are not here (cards.js).

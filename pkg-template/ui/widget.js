@@ -1,3 +1,4 @@
+// @ts-check
 // <gatehouse-chat>: the Gatehouse chat as an embeddable custom element (shadow DOM).
 // Importing this module defines nothing: gatehouse-agent/ui/element (element.js) defines it
 // on import, or the app calls defineGatehouseChat() from gatehouse-agent/ui.
@@ -87,10 +88,12 @@ export class GatehouseChat extends HTMLElement {
     try {
       await init(); // the same promise for every caller; the wasm loads with the first widget
       const provider = this.getAttribute('provider') || 'demo';
-      const model = provider === 'demo'
+      const name = this.getAttribute('model') || '';
+      // The provider is the attribute's: Agent.open refuses an unknown one (invalid_config).
+      const model = /** @type {import('../gatehouse.js').ModelOptions} */ (provider === 'demo'
         ? { provider: 'demo' }
-        : { provider, baseUrl: this.getAttribute('base-url') || undefined, model: this.getAttribute('model') || '' };
-      this.#modelTag.textContent = provider === 'demo' ? 'Demo model · offline' : (model.model || provider);
+        : { provider, baseUrl: this.getAttribute('base-url') || undefined, model: name });
+      this.#modelTag.textContent = provider === 'demo' ? 'Demo model · offline' : (name || provider);
       let tools = [];
       let suggestions = [];
       const toolsUrl = this.getAttribute('tools');

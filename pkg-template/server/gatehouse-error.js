@@ -1,0 +1,1 @@
+../../src/js/error.js
