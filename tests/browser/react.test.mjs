@@ -52,7 +52,7 @@ const call = (id, p) => ({ toolCalls: [{ id, name: 'delete_file', arguments: { p
 
 /** A tab of `context` with the app on `thread`; `errors` collects page errors and console
  *  errors and warnings (React reports its own problems there). */
-async function tab(context, { thread, db, sc, page: pageSize }) {
+async function tab(context, { thread, db, sc, page: pageSize, reenter }) {
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
   const errors = [];
@@ -60,7 +60,8 @@ async function tab(context, { thread, db, sc, page: pageSize }) {
   page.on('console', (m) => {
     if (m.type() === 'error' || m.type() === 'warning') errors.push(`console.${m.type()}: ${m.text()}`);
   });
-  const q = new URLSearchParams({ thread, db, base: `${sc.server}/s/${sc.id}/v1`, ...(pageSize ? { page: String(pageSize) } : {}) });
+  const q = new URLSearchParams({ thread, db, base: `${sc.server}/s/${sc.id}/v1`, ...(pageSize ? { page: String(pageSize) } : {}),
+    ...(reenter ? { reenter } : {}) });
   await page.goto(`${h.url}/tests/browser/react/page.html?${q}`);
   await page.locator('#chat[data-ready="true"]').waitFor();
   return { page, errors };
@@ -310,4 +311,74 @@ test('messages: the newest page when the thread opens, live as it grows, loadOld
   await page.locator('#messages li', { hasText: 'Four.' }).waitFor({ timeout: 5_000 });
   assert.deepEqual(await texts(), ['1', 'One.', '2', 'Two.', '3', 'Three.', '4', 'Four.']);
   assert.deepEqual([...errors, ...other.errors], []);
+});
+
+// The hook's re-entrancy matrix (the agent's own is tests/node/reentrancy-matrix.test.mjs): each
+// action of useAgent called once from each place an app reacts during a chat -> approval ->
+// completed turn: an effect on `status` running or awaiting_approval, on a new assistant
+// message, on streamed text, on the turn's end, and the tool's execute. Each combination runs
+// in a page of its own (its own wasm instance: a trap cannot hide the next one). Each works or
+// fails as the hook's `error`, a GatehouseError with a stable code, never `internal` and never
+// a thrown error; no page error; and the hook answers afterwards (a pending call approved, then
+// a message sent completes).
+const TRIGGERS = ['status:running', 'status:awaiting_approval', 'message', 'streaming', 'execute', 'done'];
+const ACTIONS = ['send', 'decide', 'submitToolResults', 'retry', 'stop', 'setToolPolicy', 'loadOlder'];
+
+test('re-entrancy: every hook action from every place the app reacts works or is a GatehouseError, and the hook answers after', { timeout: 600_000 }, async (t) => {
+  const context = await h.newContext();
+  t.after(() => context.close().catch(() => {}));
+  const tally = new Map();
+  for (const trigger of TRIGGERS) {
+    for (const action of ACTIONS) {
+      const what = `${action} from ${trigger}`;
+      const sc = await h.scenario([call('call_1', '/r'), ...Array.from({ length: 6 }, (_, i) => (
+        { text: ['Done ', `${i}.`], chunkDelayMs: 20 }))]);
+      const { page, errors } = await tab(context, { thread: uid('t'), db: uid('db'), sc, reenter: `${trigger}:${action}` });
+      const got = await run(page, async () => {
+        const hook = () => window.hook;
+        const settled = async () => {
+          // Not busy, and not running (an action from a callback may have started a run).
+          for (let calm = 0, i = 0; calm < 3 && i < 400; i++) {
+            await new Promise((r) => setTimeout(r, 25));
+            calm = !hook().busy && hook().status !== 'running' && window.probe.reentered?.value !== 'pending' ? calm + 1 : 0;
+          }
+        };
+        const approveAll = async () => {
+          const pending = hook().pendingTools;
+          if (pending.length) await hook().decide(Object.fromEntries(pending.map((p) => [p.callId, 'approve'])));
+          await settled();
+        };
+        await hook().chat('delete /r');
+        await settled();
+        await approveAll();
+        await approveAll(); // a call the re-entrant action left waiting
+        const status = hook().agent.status();
+        const after = await hook().chat('after');
+        await settled();
+        const p = window.probe;
+        return {
+          reentered: p.reentered,
+          errors: p.errors.map((e) => ({ name: e.name, code: e.code })),
+          status,
+          after: after?.status ?? `error:${hook().error?.code}`,
+          executed: p.executed,
+        };
+      }, null, 60_000);
+      await page.close();
+      assert.ok(got.reentered, `${what}: the trigger fired`);
+      assert.doesNotMatch(got.reentered.value, /^(pending|rejected)/, `${what}: the action settled without throwing`);
+      for (const e of got.errors) {
+        assert.equal(e.name, 'GatehouseError', `${what}: ${JSON.stringify(e)}`);
+        assert.notEqual(e.code, 'internal', `${what}: ${JSON.stringify(got)}`);
+        tally.set(e.code, (tally.get(e.code) ?? 0) + 1);
+      }
+      assert.equal(typeof got.status, 'string', what);
+      // (`awaiting_approval`: the model's answer to an aborted request came for this one.)
+      assert.match(got.after, /^(completed|awaiting_approval)$/, `${what}: the hook answers after (${JSON.stringify(got)})`);
+      assert.ok(got.executed.length <= 1, `${what}: the call ran at most once (${got.executed})`);
+      assert.deepEqual(errors.filter((e) => /unreachable|RuntimeError|internal/.test(e)), [], what);
+    }
+  }
+  console.log(`hook re-entrancy: ${TRIGGERS.length * ACTIONS.length} combinations; errors by code:`,
+    Object.fromEntries([...tally].sort()));
 });

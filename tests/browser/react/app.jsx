@@ -13,9 +13,14 @@ const threadId = params.get('thread');
 const database = params.get('db');
 const baseUrl = params.get('base');
 const pageSize = Number(params.get('page') ?? 50);
+// ?reenter=<trigger>:<action>: the re-entrancy matrix of react.test.mjs (reenter below).
+const reenterParam = params.get('reenter') ?? ':';
+const trigger = reenterParam.slice(0, reenterParam.lastIndexOf(':'));
+const action = reenterParam.slice(reenterParam.lastIndexOf(':') + 1);
 
 const probe = {
   opens: [], disposes: 0, lateCalls: [], executed: [], streamed: [], effectRuns: 0, results: [],
+  reentered: null, errors: [],
 };
 window.probe = probe;
 
@@ -53,9 +58,31 @@ const tools = [{
   requireApproval: true,
   execute: async ({ path }) => {
     probe.executed.push(path);
+    if (trigger === 'execute') reenter('execute');
     return { deleted: path };
   },
 }];
+
+// The hook's actions, each called once from where the app reacts (`trigger`): an effect on a
+// status, on a new message or on streamed text, or the tool's execute. What it resolved to is
+// recorded; a failure is the hook's `error` (every one rendered goes to probe.errors).
+const ACTIONS = {
+  send: (a) => a.send('again'),
+  decide: (a) => a.decide({ call_1: 'approve' }),
+  submitToolResults: (a) => a.submitToolResults({ call_1: 'done' }),
+  retry: (a) => a.retry(),
+  stop: (a) => a.stop(),
+  setToolPolicy: (a) => a.setToolPolicy('delete_file', { autoApprove: true }),
+  loadOlder: (a) => a.loadOlder(),
+};
+function reenter(why) {
+  if (!action || probe.reentered) return;
+  probe.reentered = { why, value: 'pending' };
+  Promise.resolve()
+    .then(() => ACTIONS[action](window.hook))
+    .then((v) => { probe.reentered.value = v === undefined ? 'undefined' : v?.status ?? String(v); },
+      (e) => { probe.reentered.value = `rejected: ${e?.name}: ${e?.code ?? e?.message}`; });
+}
 
 const textOf = (m) => (m?.content ?? []).filter((b) => b.type === 'text').map((b) => b.content).join('');
 
@@ -64,6 +91,16 @@ function Chat() {
   window.hook = a;
   useEffect(() => { probe.effectRuns++; }, []);
   if (a.streamingText && probe.streamed.at(-1) !== a.streamingText) probe.streamed.push(a.streamingText);
+  if (a.error && probe.errors.at(-1)?.error !== a.error) {
+    probe.errors.push({ error: a.error, name: a.error.name, code: a.error.code ?? null });
+  }
+  const lastId = a.lastMessage?.__id;
+  useEffect(() => {
+    if (trigger === `status:${a.status}`) reenter(trigger);
+    if (trigger === 'message' && a.lastMessage?.role === 'assistant') reenter(trigger);
+    if (trigger === 'streaming' && a.streamingText) reenter(trigger);
+    if (trigger === 'done' && a.status === 'idle' && probe.executed.length) reenter(trigger);
+  }, [a.status, lastId, a.streamingText !== '']);
   const send = (e) => {
     e.preventDefault();
     const input = e.currentTarget.elements.msg;
