@@ -103,10 +103,11 @@ for (const locks of [true, false]) {
     const args = { model: sc.openai(), db: uid('db') };
     await run(a, openPlain, args);
     await run(b, openPlain, args);
-    await run(a, async () => {
+    await run(a, () => {
       window.first = window.agent.chat('from A').then((s) => s.status, (e) => window.gh.errorInfo(e).code);
-      await window.gh.sleep(150);
     });
+    // A stored its message and lease before it asked the model.
+    while ((await sc.requests()).length === 0) await new Promise((r) => setTimeout(r, 10));
     const inB = await run(b, async () => ({
       status: (await window.agent.refresh(), window.agent.status()),
       chat: await window.gh.error(() => window.agent.chat('from B')),
@@ -288,11 +289,12 @@ test('an approvalPolicy that never settles: abort() ends the call, nothing of th
   const r = await run(page, async ({ model, db }) => {
     const { gh } = window;
     let hang = true;
-    const tool = gh.tool('delete_file', { approvalPolicy: () => (hang ? new Promise(() => {}) : 'ask') });
+    let asked = false;
+    const tool = gh.tool('delete_file', { approvalPolicy: () => { asked = true; return hang ? new Promise(() => {}) : 'ask'; } });
     const agent = await gh.Agent.open({ threadId: 't', model, storage: { database: db }, tools: [tool] });
     const ctl = new AbortController();
     const p = agent.chat('go', { signal: ctl.signal });
-    await gh.sleep(300);
+    await gh.until(() => asked, 5_000); // the policy hangs now
     ctl.abort();
     const err = await p.then(() => null, (e) => gh.errorInfo(e));
     const status = agent.status();

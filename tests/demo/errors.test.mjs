@@ -101,7 +101,8 @@ test('after Stop, Send works again: one call answers both messages', { timeout: 
     await openDemo(page);
     await send(page, 'first question');
     await page.locator('.gh-stop').waitFor();
-    await page.waitForTimeout(200);
+    // The request is at the model (which hangs) when Stop is pressed.
+    while ((await scenarioRequests('stop-send')).length === 0) await page.waitForTimeout(10);
     await page.locator('.gh-stop').click();
     await page.locator('.gh-banner', { hasText: 'Stopped' }).waitFor();
     const input = page.locator('.gh-input');

@@ -19,6 +19,14 @@ after(async () => { await remote?.stop(); await h.close(); });
 const T = { timeout: 90_000 };
 const gated = (id, path) => ({ toolCalls: [{ id, name: 'delete_file', arguments: { path } }] });
 
+/** Waits (here, in Node) until `cond()` holds, at most `ms`; fails saying `what`. */
+async function until(cond, what, ms = 10_000) {
+  for (const end = Date.now() + ms; !cond();) {
+    assert.ok(Date.now() < end, `waited ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /** In a page: `window.agent` on remote thread `threadId` as `user`, with or without the tool and a model. */
 const openDevice = async ({ url, user, threadId, model, withTool }) => {
   const { gh } = window;
@@ -98,14 +106,15 @@ test('a read that comes back late does not undo a newer one: the phone keeps the
   const desk = await device(t, { user: 'clerk', threadId, model: sc.openai(), withTool: true });
   const phone = await device(t, { user: 'manager', threadId });
   // The phone's first read sees the empty thread; its answer ends 3 s later. (First, the read
-  // the phone's change stream makes when it opens has come back.)
-  await run(phone, () => new Promise((r) => setTimeout(r, 500)));
+  // the phone's change stream makes when it opens has come back: the open's and the stream's.)
+  const reads = (answered) => remote.requests.filter((r) => r.method === 'GET' && r.user === 'manager'
+    && r.path.endsWith(`/threads/${threadId}`) && (!answered || r.answered)).length;
+  await until(() => reads(true) >= 2, 'the phone read the thread when it opened and when its stream did');
   remote.delayAnswer((method, path, user) => method === 'GET' && user === 'manager'
     && path.endsWith(`/threads/${threadId}`), 3000);
-  await run(phone, async () => {
-    window.lateRead = window.agent.refresh();
-    await new Promise((r) => setTimeout(r, 300));
-  });
+  const held = remote.held;
+  await run(phone, () => { window.lateRead = window.agent.refresh(); });
+  await until(() => remote.held > held, 'the handler read the thread for the phone, and holds the answer');
   assert.equal(await run(desk, async () => (await window.agent.chat('delete /late')).status), 'awaiting_approval');
   const onPhone = await run(phone, async () => {
     await window.agent.refresh(); // the newer read: the pending call

@@ -7,7 +7,7 @@
 import { bearer, startStoreServer } from '../support/store-server.mjs';
 
 export async function startRemote() {
-  const state = { allow: () => true, lose: null, lost: [], delay: null };
+  const state = { allow: () => true, lose: null, lost: [], delay: null, requests: [], held: 0 };
   const server = await startStoreServer({
     authorize: (request, { threadId, action }) => {
       const user = bearer(request);
@@ -17,9 +17,15 @@ export async function startRemote() {
     // full (its transaction commits), then its connection is cut before the answer is
     // written, as when the handler dies between commit and response.
     // `remote.delayAnswer(pred, ms)`: the next request matching `pred(method, path, user)` is
-    // handled in full, and its answer ends `ms` later (a slow network back to the device).
+    // handled in full, and its answer ends `ms` later (a slow network back to the device);
+    // `remote.held` counts the answers held so far.
+    // `remote.requests`: every request, `{ method, path, user, answered }` (answered: its
+    // answer was written whole), for a test to wait on rather than sleep.
     wrap: (listener) => (req, res) => {
       const user = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+      const entry = { method: req.method, path: req.url, user, answered: false };
+      state.requests.push(entry);
+      res.on('finish', () => { entry.answered = true; });
       if (state.delay && state.delay.pred(req.method, req.url, user)) {
         const { ms } = state.delay;
         state.delay = null;
@@ -33,6 +39,7 @@ export async function startRemote() {
         const hold = (f) => (...a) => {
           if (sent) return f(...a);
           if (!held.length) {
+            state.held++;
             setTimeout(() => {
               sent = true;
               for (const [g, b] of held) g(...b);
@@ -66,6 +73,8 @@ export async function startRemote() {
     loseAnswer(pred) { state.lose = pred; },
     delayAnswer(pred, ms) { state.delay = { pred, ms }; },
     get lost() { return state.lost; },
+    get requests() { return state.requests; },
+    get held() { return state.held; },
     stop: () => server.close(),
   };
 }

@@ -215,7 +215,7 @@ test("authorize runs first, never under a lock, and a throw is authorize_failed"
     const id = "alice:slow-idp";
     // A slow identity provider holds up only its own request, not the thread's writers.
     const waiting = client(own, "slow").commit(id, variant(ask, { commitId: "slow:0" }));
-    await new Promise((r) => setTimeout(r, 50));
+    while (!gate_.release) await new Promise((r) => setTimeout(r, 5)); // it is in authorize
     const fast = await client(own, "alice").commit(id, ask);
     assert.equal(fast.status, 200, fast.text);
     gate_.release();
