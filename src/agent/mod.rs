@@ -21,7 +21,7 @@ use crate::store::summary::{AgentStatus, ThreadSummary};
 use crate::thread::{Message, ToolEntry};
 use serde::Serialize;
 use serde_json::Value;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 /// An agent on one thread. Cloning it gives another handle on the same agent.
 ///
@@ -112,7 +112,7 @@ pub struct EffectivePolicy {
 /// A listener of [`Agent::subscribe`]; [`Subscription::cancel`] removes it (dropping the
 /// handle does not).
 pub struct Subscription {
-    s: Weak<std::cell::RefCell<driver::Session>>,
+    s: driver::WeakShared,
     id: u32,
 }
 
@@ -310,7 +310,7 @@ impl Agent {
     pub fn subscribe(&self, listener: impl Fn(&ThreadChange) + 'static) -> Subscription {
         let id = live::subscribe(&self.s, Rc::new(listener));
         Subscription {
-            s: Rc::downgrade(&self.s),
+            s: self.s.downgrade(),
             id,
         }
     }

@@ -38,17 +38,7 @@ pub(crate) async fn run_input(
     input: Input,
     opts: &RunOptions,
 ) -> Result<Option<Outcome>, AgentError> {
-    {
-        let mut g = s.borrow_mut();
-        if g.running {
-            return Err(AgentError::Engine(EngineError::Busy(
-                "another call is still running on this agent; await it first".into(),
-            )));
-        }
-        g.running = true;
-        g.runs += 1;
-    }
-    let _guard = RunningGuard(s.clone());
+    let _guard = s.begin_call()?;
     history::wait_warm(s).await;
     let (store, thread, lock_name, me) = {
         let g = s.borrow();

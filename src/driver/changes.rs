@@ -4,17 +4,16 @@
 //! reopened after a drop (with a reload, since notices may have been missed meanwhile); a
 //! handler that offers no stream is polled.
 
+use super::Shared;
 use super::fetch::{self, AbortLink};
 use super::live::{self, ListListener, ThreadListChange};
 use super::store::Store;
-use super::{Session, Shared};
 use crate::engine::ThreadStatus;
 use crate::providers::sse::SseParser;
 use crate::store::RemoteStore;
 use crate::store::summary::AgentStatus;
 use crate::store::wire::Change;
-use std::cell::RefCell;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 use web_sys::{AbortController, AbortSignal};
 
 /// The wait before reopening a dropped stream, doubling up to [`MAX_WAIT_MS`]; and how
@@ -37,7 +36,7 @@ pub fn follow(s: &Shared) {
     };
     let signal = controller.signal();
     s.borrow_mut().live.remote = Some(controller);
-    let weak: Weak<RefCell<Session>> = Rc::downgrade(s);
+    let weak = s.downgrade();
     let mine = thread.clone();
     let on_change = move |change: Change| {
         if change.thread_id == mine {
@@ -46,7 +45,7 @@ pub fn follow(s: &Shared) {
             }
         }
     };
-    let weak: Weak<RefCell<Session>> = Rc::downgrade(s);
+    let weak = s.downgrade();
     let on_open = move || {
         if let Some(s) = weak.upgrade() {
             wasm_bindgen_futures::spawn_local(async move { send_queued(&s).await });

@@ -4,7 +4,6 @@
 //! with the run when it can do the next step (it has the tools, or the model), as any device
 //! that finds the thread `awaiting_device` does.
 
-use super::admission::RunningGuard;
 use super::session::take;
 use super::*;
 use crate::engine::ThreadStatus;
@@ -20,17 +19,7 @@ pub(super) async fn decide(
     decisions: &Decisions,
     opts: &RunOptions,
 ) -> Result<Option<Outcome>, AgentError> {
-    {
-        let mut g = s.borrow_mut();
-        if g.running {
-            return Err(AgentError::Engine(EngineError::Busy(
-                "another call is still running on this agent; await it first".into(),
-            )));
-        }
-        g.running = true;
-        g.runs += 1;
-    }
-    let guard = RunningGuard(s.clone());
+    let guard = s.begin_call()?;
     let (thread, token, count) = {
         let mut g = s.borrow_mut();
         let before = g.engine.state().clone();

@@ -5,12 +5,10 @@
 
 use super::error::AgentError;
 use super::fetch::{clear_timeout, set_timeout};
-use super::{Input, RunOptions, Session, Shared, now, run_input};
+use super::{Input, RunOptions, Session, Shared, WeakShared, now, run_input};
 use crate::engine::{Decisions, EngineError};
 use crate::store::page::Rows;
 use crate::thread::ApprovalState;
-use std::cell::RefCell;
-use std::rc::Weak;
 use wasm_bindgen::prelude::*;
 
 /// The longest delay `setTimeout` takes (about 24.8 days); a later deadline re-arms on firing.
@@ -24,7 +22,7 @@ const RETRY_MS: f64 = 1_000.0;
 /// whenever the view changes, cancelled when the agent goes.
 #[derive(Default)]
 pub struct Timer {
-    session: Weak<RefCell<Session>>,
+    session: WeakShared,
     /// The time it is armed for, and the `setTimeout` behind it.
     armed: Option<(f64, Armed)>,
 }
@@ -42,7 +40,7 @@ impl Drop for Armed {
 }
 
 impl Timer {
-    pub fn new(session: Weak<RefCell<Session>>) -> Timer {
+    pub fn new(session: WeakShared) -> Timer {
         Timer {
             session,
             armed: None,

@@ -12,7 +12,7 @@ use crate::thread::Message;
 use js_sys::Function;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use web_sys::{BroadcastChannel, MessageEvent};
 
@@ -174,7 +174,7 @@ pub fn connect(s: &Shared, name: &str) {
     let Some(channel) = open_channel(name) else {
         return;
     };
-    let weak: Weak<RefCell<Session>> = Rc::downgrade(s);
+    let weak = s.downgrade();
     let on_notice = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
         if let Some(s) = weak.upgrade() {
             notice(&s, e.data().as_f64());

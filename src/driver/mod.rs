@@ -1,5 +1,6 @@
 //! The async loop: runs the engine's steps against a store, a model and the app's tools.
-//! State lives in `Rc<RefCell<Session>>`; no borrow is held across an `.await`. Its parts:
+//! State lives in a `Session` behind [`Shared`] (`shared`, with the operations whose borrow
+//! rules matter); no borrow is held across an `.await` or a call into app code. Its parts:
 //! the session and its view (`session`), run admission and ownership (`admission`), the step
 //! loop with its writes (`step`); the I/O each needs sits in its own module beside them.
 
@@ -22,11 +23,14 @@ pub(crate) use crate::net::{abort, fetch};
 mod admission;
 mod decide;
 mod session;
+mod shared;
 mod step;
 
 pub(crate) use admission::run_input;
 use session::tool_defs;
 pub use session::{open, reload, running_here, status, summaries};
+use shared::Reload;
+pub use shared::{Shared, WeakShared};
 
 use crate::engine::{
     Decisions, Engine, EngineConfig, EngineError, Outcome, PolicyVerdict, Step, ToolPolicy,
@@ -45,7 +49,7 @@ use events::Emitter;
 use model::ModelHandle;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 use store::Store;
 use tools::Tool;
@@ -103,8 +107,6 @@ pub struct Session {
     /// The MCP servers and their tools (the last of `tools`), if any (`mcp`).
     mcp: Option<Rc<mcp::McpTools>>,
 }
-
-pub type Shared = Rc<RefCell<Session>>;
 
 /// What starts a run.
 pub enum Input {

@@ -272,7 +272,7 @@ fn later(s: &Shared) {
         }
         g.retry_queued = true;
     }
-    let weak = Rc::downgrade(s);
+    let weak = s.downgrade();
     wasm_bindgen_futures::spawn_local(async move {
         if let Ok(link) = super::fetch::AbortLink::new(None) {
             let _ = super::fetch::sleep_or_online(RETRY_MS, &link).await;

@@ -29,7 +29,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         "agent_{:012x}",
         (js_sys::Math::random() * 281_474_976_710_656.0) as u64
     );
-    let session = Rc::new(RefCell::new(Session {
+    let session = Shared::new(Session {
         lock,
         me,
         thread_id: o.thread_id,
@@ -56,15 +56,16 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         live: live::Live::default(),
         expiry: expiry::Timer::default(),
         mcp,
-    }));
-    session.borrow_mut().expiry = expiry::Timer::new(Rc::downgrade(&session));
+    });
+    session.borrow_mut().expiry = expiry::Timer::new(session.downgrade());
+    // `snap` was read before any notice could start a reload: its ticket is the first.
+    let mut read = session.begin_reload();
     let name = session.borrow().lock.clone();
     live::connect(&session, &name);
     changes::follow(&session);
     let mut snap = snap;
     for _ in 0..3 {
-        let runs = session.borrow().runs;
-        let probe = observe(&session, &snap, runs).await;
+        let probe = observe(&session, &snap, &read).await;
         let me = session.borrow().me.clone();
         if !must_recover(&snap.record, &me, now(), probe) {
             break;
@@ -76,6 +77,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
                     let g = session.borrow();
                     (g.store.clone(), g.thread_id.clone())
                 };
+                read = session.begin_reload();
                 snap = store.load(&thread, now()).await?;
             }
             // A live run elsewhere took it meanwhile: leave it to that run.
@@ -97,9 +99,10 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
 }
 
 /// Takes `snap` as the view (when it is newer) and notes another agent's lease in it, asking
-/// the Web Lock whether that owner is alive. Returns what the lock said. Changes nothing if a
-/// run started since `runs` (the count of runs when `snap` was asked for).
-pub(super) async fn observe(s: &Shared, snap: &Snapshot, runs: u64) -> LockProbe {
+/// the Web Lock whether that owner is alive. Returns what the lock said. Changes nothing if
+/// the read that got `snap` no longer stands (`Reload::stands`: a run began since, or a later
+/// read was taken while the lock was asked).
+pub(super) async fn observe(s: &Shared, snap: &Snapshot, read: &Reload) -> LockProbe {
     let (lock, me) = {
         let g = s.borrow();
         (g.lock.clone(), g.me.clone())
@@ -112,12 +115,13 @@ pub(super) async fn observe(s: &Shared, snap: &Snapshot, runs: u64) -> LockProbe
         _ => locks::probe(&lock).await,
     };
     let mut g = s.borrow_mut();
-    if g.runs != runs {
+    if !read.stands(&g) {
         return probe;
     }
     if snap.record.version != g.version {
         take(&mut g, snap);
     }
+    read.taken(&mut g);
     g.others = snap
         .record
         .lease
@@ -187,26 +191,18 @@ pub fn running_here(s: &Session) -> bool {
 /// Re-reads the thread (record and tail), drops any cached history, and asks the Web Lock
 /// whether another agent's run is alive.
 pub async fn reload(s: &Shared) -> Result<(), AgentError> {
-    let (store, thread, runs, ticket) = {
-        let mut g = s.borrow_mut();
-        g.reloads += 1;
-        (g.store.clone(), g.thread_id.clone(), g.runs, g.reloads)
+    let read = s.begin_reload();
+    let (store, thread) = {
+        let g = s.borrow();
+        (g.store.clone(), g.thread_id.clone())
     };
     let snap = store.load(&thread, now()).await?;
-    {
-        let mut g = s.borrow_mut();
-        // A run that started while this read (a live notice's or `refresh()`'s reload) owns
-        // the view now: its input was applied to it, and its admission reads the record
-        // itself. A reload that started after this one and already took its read saw a state
-        // at least as new: over HTTP an older read's answer can come back after a newer one's
-        // (two notices in a row), and taking it would undo the newer view.
-        if g.runs != runs || g.reload_taken > ticket {
-            return Ok(());
-        }
-        g.reload_taken = ticket;
-        take(&mut g, &snap);
+    // A run that began meanwhile owns the view, and a later read already taken is newer
+    // (`Reload::stands`): this one gives way.
+    if !s.take_reload(&read, &snap) {
+        return Ok(());
     }
-    observe(s, &snap, runs).await;
+    observe(s, &snap, &read).await;
     outbox::count(s).await;
     changes::go_on(s, snap.record.status());
     Ok(())
