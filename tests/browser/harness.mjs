@@ -191,6 +191,15 @@ export class Harness {
  * Runs `fn(arg)` in the page, bounded by `ms`: page.evaluate itself has no timeout, so a hung
  * SDK call would otherwise hang the test until the runner's own limit.
  */
+/** Waits here, in Node, until `cond()` holds (polled every 10 ms), at most `ms`; then fails
+ *  saying `what` (or the condition's source). */
+export async function until(cond, what = String(cond), ms = 10_000) {
+  for (const end = Date.now() + ms; !cond();) {
+    if (Date.now() >= end) throw new Error(`waited ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 export function run(page, fn, arg, ms = 20_000) {
   return within(page.evaluate(fn, arg), ms, `page.evaluate(${fn.name || 'scenario'})`);
 }

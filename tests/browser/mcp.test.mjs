@@ -4,7 +4,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { run, setup, textOf, uid } from './harness.mjs';
+import { run, setup, textOf, uid, until } from './harness.mjs';
 import { AUTH_TOKEN, startMcpServer } from '../mcp/server.mjs';
 
 const h = await setup();
@@ -40,15 +40,6 @@ async function openPage(t, context) {
 async function reload(page) {
   await h.load(page, true);
   await install(page);
-}
-
-/** Polls `cond()` (in node) every 20 ms for up to `ms`. */
-async function until(cond, ms = 10_000) {
-  for (let waited = 0; waited < ms; waited += 20) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${cond}`);
 }
 
 test('listed and namespaced with the server\'s schemas; every MCP tool asks; approve sends one tools/call with the exact inputs', T, async (t) => {

@@ -8,7 +8,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { run, setup, uid } from '../browser/harness.mjs';
+import { run, setup, uid, until } from '../browser/harness.mjs';
 import { startRemote } from './support.mjs';
 
 const h = await setup();
@@ -18,14 +18,6 @@ after(async () => { await remote?.stop(); await h.close(); });
 
 const T = { timeout: 90_000 };
 const gated = (id, path) => ({ toolCalls: [{ id, name: 'delete_file', arguments: { path } }] });
-
-/** Waits (here, in Node) until `cond()` holds, at most `ms`; fails saying `what`. */
-async function until(cond, what, ms = 10_000) {
-  for (const end = Date.now() + ms; !cond();) {
-    assert.ok(Date.now() < end, `waited ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** In a page: `window.agent` on remote thread `threadId` as `user`, with or without the tool and a model. */
 const openDevice = async ({ url, user, threadId, model, withTool }) => {
