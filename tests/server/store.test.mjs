@@ -89,6 +89,12 @@ test("a commit retried with its id is answered as it was, and applied once", asy
   assert.equal(late.status, 409, late.text);
   assert.equal(late.body.error.code, "conflict");
   assert.deepEqual([late.body.error.expected, late.body.error.found], [1, 3]);
+  // ... saying it was applied, so that a device takes it as landed, not refused.
+  assert.equal(late.body.error.applied, true);
+  // A commit that was refused, sent again after the thread moved on, is not "applied".
+  const stale = await a.commit("alice:retry", { ...run[1], commitId: "never-applied", expectedVersion: 0 });
+  assert.equal(stale.status, 409, stale.text);
+  assert.equal(stale.body.error.applied, undefined, stale.text);
   const db = await stored(s.pool, "alice:retry");
   assert.equal(db.version, 3);
   assert.equal(db.messages.length, 2);
