@@ -83,14 +83,12 @@ pub struct Session {
     /// The record's `requestSize`: the context window's calibration (`history`).
     request_size: Option<RequestSize>,
     running: bool,
-    /// Runs started on this agent: a reload started outside a run gives way to a run that
-    /// started while it read (see [`reload`]).
-    runs: u64,
-    /// Reloads started on this agent, and the latest of them whose read the view took: the
-    /// answers of two reads can cross on the network, and the older one must not undo the
-    /// newer (see [`reload`]).
-    reloads: u64,
-    reload_taken: u64,
+    /// Calls of this agent and reads of the thread for its view, counted together (`shared`):
+    /// each began in an epoch of its own.
+    epochs: u64,
+    /// The epoch that last set the view: a read it took, or a call that began (which owns the
+    /// view from then on). A read of an earlier epoch gives way ([`Reload::stands`]).
+    view_epoch: u64,
     /// The last write of the current run kept its lease (the run must clear it when it ends).
     leased: bool,
     /// Results this run computed whose write was refused because another agent took the

@@ -22,11 +22,8 @@ pub struct Shared(Rc<RefCell<Session>>);
 #[derive(Clone, Default)]
 pub struct WeakShared(Weak<RefCell<Session>>);
 
-/// A reload under way ([`Shared::begin_reload`]).
-pub(super) struct Reload {
-    runs: u64,
-    ticket: u64,
-}
+/// A read of the thread for the view, under way ([`Shared::begin_reload`]): its epoch.
+pub(super) struct Reload(u64);
 
 impl std::ops::Deref for Shared {
     type Target = RefCell<Session>;
@@ -45,9 +42,10 @@ impl Shared {
     }
 
     /// A call of this agent that may change the thread begins (a run, or decisions sent to a
-    /// remote thread): `busy` while another is under way. `running` is cleared and `runs`
-    /// counted here; the guard clears `running` however the call ends (and acts on a notice
-    /// that came meanwhile).
+    /// remote thread): `busy` while another is under way. It sets `running`, and owns the view
+    /// from now on (a new epoch: a read that began before gives way, since the call applied
+    /// its input to the view it had and its admission reads the record itself). The guard
+    /// clears `running` however the call ends (and acts on a notice that came meanwhile).
     pub(super) fn begin_call(&self) -> Result<RunningGuard, AgentError> {
         let mut g = self.borrow_mut();
         if g.running {
@@ -56,7 +54,8 @@ impl Shared {
             )));
         }
         g.running = true;
-        g.runs += 1;
+        g.epochs += 1;
+        g.view_epoch = g.epochs;
         drop(g);
         Ok(RunningGuard(self.clone()))
     }
@@ -65,11 +64,8 @@ impl Shared {
     /// ticket, which [`Reload::stands`] checks when the read comes back.
     pub(super) fn begin_reload(&self) -> Reload {
         let mut g = self.borrow_mut();
-        g.reloads += 1;
-        Reload {
-            runs: g.runs,
-            ticket: g.reloads,
-        }
+        g.epochs += 1;
+        Reload(g.epochs)
     }
 
     /// Takes what the read `r` got as the view, if it [stands](Reload::stands). True if taken.
@@ -85,18 +81,18 @@ impl Shared {
 }
 
 impl Reload {
-    /// Whether the view may still take what this read got: no call began since it did (the
-    /// call applied its input to the view it had, and its admission reads the record
-    /// itself), and no read that began after it was taken already (over HTTP an older read's
-    /// answer can come back after a newer one's: taking it would undo the newer view).
-    /// Versions are not compared: a deleted and recreated thread starts again at 1.
+    /// Whether the view may still take what this read got: nothing of a later epoch set the
+    /// view since it began: no call began (see [`Shared::begin_call`]), and no read that began
+    /// after it was taken (over HTTP an older read's answer can come back after a newer one's:
+    /// taking it would undo the newer view). Versions are not compared: a deleted and
+    /// recreated thread starts again at 1.
     pub(super) fn stands(&self, g: &Session) -> bool {
-        g.runs == self.runs && g.reload_taken <= self.ticket
+        g.view_epoch <= self.0
     }
 
     /// Notes that the view took this read.
     pub(super) fn taken(&self, g: &mut Session) {
-        g.reload_taken = self.ticket;
+        g.view_epoch = self.0;
     }
 }
 
