@@ -241,3 +241,27 @@ test("a database that refuses LISTEN (CockroachDB's 0A000): the stream polls ins
     await real.end();
   }
 });
+
+test("SSE: a write made while the feed's LISTEN is still connecting reaches the stream", async () => {
+  // The stream has read its starting position; LISTEN has not taken effect, so the NOTIFY of
+  // a write through another handler wakes nobody. The feed reads once when LISTEN is on (the
+  // handler has no periodic read while NOTIFY works).
+  let release;
+  const gate = new Promise((r) => (release = r));
+  let entered;
+  const connecting = new Promise((r) => (entered = r));
+  const c = await startStoreServer({ postgres: a.postgres, onListen: () => { entered(); return gate; } });
+  c.grants.set("alice:while-listening", ["bob"]);
+  try {
+    const opening = subscribe(c, "bob"); // answered once LISTEN is on
+    await connecting;
+    await applyAll(client(a, "alice"), "alice:while-listening", run.slice(0, 1));
+    release();
+    const bob = await opening;
+    assert.deepEqual((await bob.nextData())?.data, { threadId: "alice:while-listening", version: 1 });
+    bob.close();
+  } finally {
+    release();
+    await c.close();
+  }
+});

@@ -28,7 +28,7 @@ export function bearer(request) {
 
 export async function startStoreServer({
   postgres, authorize, basePath = "/api/gatehouse", poolSize = 20, port = 0, wrap = (l) => l,
-  logQueries = false, ...options
+  logQueries = false, onListen = null, ...options
 } = {}) {
   const { createStoreHandler, toNodeListener } = await import(serverModule);
   const ownPostgres = !postgres;
@@ -51,9 +51,22 @@ export async function startStoreServer({
     return target;
   };
   log(pool);
+  // With `onListen`, a client's `LISTEN` waits for the promise `onListen()` returns (a feed
+  // whose LISTEN is slow to take effect: tests/server/changes.test.mjs).
+  const gated = Symbol("gated");
+  const held = (client) => {
+    if (!onListen || client[gated]) return client;
+    const query = client.query.bind(client);
+    client.query = async (text, ...rest) => {
+      if (typeof text === "string" && text.startsWith("LISTEN")) await onListen();
+      return query(text, ...rest);
+    };
+    client[gated] = true;
+    return client;
+  };
   const handlerPool = {
     query: (...a) => pool.query(...a),
-    connect: async () => log(await pool.connect()),
+    connect: async () => held(log(await pool.connect())),
     on: (...a) => pool.on(...a),
   };
   const grants = new Map();
@@ -71,7 +84,7 @@ export async function startStoreServer({
     return null;
   };
   const handle = createStoreHandler({
-    pool: logQueries ? handlerPool : pool,
+    pool: logQueries || onListen ? handlerPool : pool,
     basePath,
     authorize: authorize ?? defaultAuthorize,
     // The threads `grants` shares with a user are in its list too (beside its own).
