@@ -278,7 +278,8 @@ export function useAgent(options) {
   const optionsRef = useRef(options);
   optionsRef.current = options;
   const sessionRef = useRef(null);
-  const [state, setState] = useState(/** @type {Record<string, any>} */ (IDLE)); // + key
+  // The state is IDLE's fields and the `key` of the session it shows.
+  const [state, setState] = useState(/** @type {Record<string, any>} */ (IDLE));
 
   useEffect(() => {
     let session = sessionRef.current;
