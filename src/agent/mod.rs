@@ -145,7 +145,7 @@ impl Agent {
     }
 
     pub fn thread_id(&self) -> String {
-        self.s.borrow().thread_id.clone()
+        self.s.thread_id()
     }
 
     /// How many messages the thread has.
@@ -261,10 +261,7 @@ impl Agent {
         kind: Rows,
         page: Page,
     ) -> Result<Vec<crate::store::MessageRow>, AgentError> {
-        let (store, thread) = {
-            let g = self.s.borrow();
-            (g.store.clone(), g.thread_id.clone())
-        };
+        let (store, thread) = self.s.at();
         let limit = page.limit.unwrap_or(u32::MAX);
         // Rows are numbered from 1: the row at 0-based index i is seq i + 1.
         let before = page.before_index.map(|i| i + 1);

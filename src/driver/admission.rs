@@ -220,13 +220,10 @@ pub(super) async fn finish(
         // Refused at admission: nothing was written, sent or leased.
         return result;
     }
-    let leased = std::mem::take(&mut s.borrow_mut().leased);
-    if result.is_err() || leased {
-        let (store, thread, version) = {
-            let g = s.borrow();
-            (g.store.clone(), g.thread_id.clone(), g.version)
-        };
-        let _ = store.release(&thread, &hold.owner.me, version).await;
+    let left = s.end_run();
+    if result.is_err() || left.leased {
+        let (store, thread) = s.at();
+        let _ = store.release(&thread, &hold.owner.me, left.version).await;
         if result.is_err() && s.borrow().engine.is_running() && reload(s).await.is_err() {
             // The stored state cannot even be read: stop, keeping the last known view, so
             // that the next call reports the storage error again instead of `busy`.
@@ -235,12 +232,11 @@ pub(super) async fn finish(
     }
     drop(hold.held);
     drop(hold._guard);
-    let refused = std::mem::take(&mut s.borrow_mut().refused);
-    if !refused.is_empty() && matches!(s.borrow().store, Store::Remote(_)) {
+    if !left.unwritten.is_empty() && s.remote().is_some() {
         // Offered through the outbox: the handler may not be reachable now.
-        outbox::results(s, refused).await;
+        outbox::results(s, left.unwritten).await;
     } else {
-        for (call_id, result) in refused {
+        for (call_id, result) in left.unwritten {
             let s = s.clone();
             wasm_bindgen_futures::spawn_local(late_result(s, call_id, Ok(Value::String(result))));
         }
@@ -274,10 +270,7 @@ impl Ownership {
         let Admit::Pending(attempt) = self.admission.get() else {
             return Ok(());
         };
-        let (store, thread) = {
-            let g = s.borrow();
-            (g.store.clone(), g.thread_id.clone())
-        };
+        let (store, thread) = s.at();
         let r = admit_by_read(s, &store, &thread, &self.me, attempt).await;
         self.admission.set(match r {
             Ok(()) => Admit::Done,
@@ -294,7 +287,7 @@ impl Ownership {
 /// for a new decision (never refused for being late), else dropped with a warning.
 pub(super) async fn late_result(s: Shared, call_id: String, outcome: Result<Value, String>) {
     for _ in 0..3 {
-        if s.borrow().running {
+        if s.is_running() {
             break;
         }
         match run(

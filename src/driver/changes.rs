@@ -24,13 +24,10 @@ const POLL_MS: u64 = 2_000;
 
 /// Follows the changes of `s`'s thread, if it is a remote one, until the agent is gone.
 pub fn follow(s: &Shared) {
-    let (store, thread) = {
-        let g = s.borrow();
-        let Store::Remote(store) = &g.store else {
-            return;
-        };
-        (store.clone(), g.thread_id.clone())
+    let Some(store) = s.remote() else {
+        return;
     };
+    let thread = s.thread_id();
     let Ok(controller) = AbortController::new() else {
         return;
     };
@@ -63,16 +60,9 @@ pub fn follow(s: &Shared) {
 
 /// Sends what waits in the outbox, if anything does (the handler can be reached again).
 pub async fn send_queued(s: &Shared) {
-    let queued = {
-        let g = s.borrow();
-        match &g.store {
-            Store::Remote(r) => Some((r.clone(), g.thread_id.clone())),
-            _ => None,
-        }
-    };
-    if let Some((store, thread)) = queued {
-        let n = store.outbox(&thread).await.len();
-        s.borrow_mut().queued = n;
+    if let Some(store) = s.remote() {
+        let n = store.outbox(&s.thread_id()).await.len();
+        s.set_queued(n);
         if n > 0 {
             super::outbox::flush(s).await;
         }

@@ -117,10 +117,7 @@ const LOOK_BACK: u32 = 8;
 /// last of them and the thread moved on), tells whether one of them expired: the caller gets
 /// `expired`, not a generic refusal.
 pub async fn expired_error(s: &Shared, decisions: &Decisions) -> Option<AgentError> {
-    let (store, thread) = {
-        let g = s.borrow();
-        (g.store.clone(), g.thread_id.clone())
-    };
+    let (store, thread) = s.at();
     let rows = store
         .rows(Rows::Messages, &thread, None, LOOK_BACK)
         .await

@@ -163,11 +163,7 @@ pub async fn run(
     }
     match input {
         Input::Decisions(decisions) => {
-            let remote = match &s.borrow().store {
-                Store::Remote(r) => Some(r.clone()),
-                _ => None,
-            };
-            let result = match remote {
+            let result = match s.remote() {
                 Some(r) => decide::decide(s, &r, &decisions, opts).await,
                 None => run_input(s, Input::Decisions(decisions.clone()), opts).await,
             };
@@ -185,7 +181,7 @@ pub async fn run(
             }
         }
         Input::Message(..) | Input::ToolResults(_) | Input::Retry | Input::SetPolicy(..) => {
-            if expiry::due(&s.borrow()) && !s.borrow().running {
+            if expiry::due(&s.borrow()) && !s.is_running() {
                 // What it ends in is the thread's, seen by the call that follows.
                 let _ = expiry::expire_due(s, opts).await;
             }

@@ -15,7 +15,6 @@ use crate::store::page::Rows;
 use crate::store::{Queued, RemoteStore, StoreError};
 use crate::thread::MessageId;
 use serde_json::Value;
-use std::rc::Rc;
 
 /// How a run that may be queued ended.
 pub enum Ran {
@@ -27,18 +26,11 @@ pub enum Ran {
 /// How many of the newest messages are looked through for a queued message's id.
 const RECENT: u32 = 50;
 
-fn remote(s: &Shared) -> Option<Rc<RemoteStore>> {
-    match &s.borrow().store {
-        super::store::Store::Remote(r) => Some(r.clone()),
-        _ => None,
-    }
-}
-
 /// Runs `input`. On a remote thread, a message or decisions whose first write could not
 /// reach the handler are queued instead (and so is any behind an outbox that is not empty,
 /// to keep their order).
 pub async fn run_or_queue(s: &Shared, input: Input, opts: &RunOptions) -> Result<Ran, AgentError> {
-    let Some(store) = remote(s) else {
+    let Some(store) = s.remote() else {
         return run(s, input, opts).await.map(Ran::Done);
     };
     let (input, queued) = match input {
@@ -57,7 +49,7 @@ pub async fn run_or_queue(s: &Shared, input: Input, opts: &RunOptions) -> Result
         }
         other => return run(s, other, opts).await.map(Ran::Done),
     };
-    let thread = s.borrow().thread_id.clone();
+    let thread = s.thread_id();
     if !store.outbox(&thread).await.is_empty() {
         flush(s).await;
         if !store.outbox(&thread).await.is_empty() {
@@ -77,8 +69,8 @@ pub async fn run_or_queue(s: &Shared, input: Input, opts: &RunOptions) -> Result
 /// Results a run computed but could not write (the handler could not be reached, or another
 /// device took the thread over): queued, and offered as late results by the next flush.
 pub async fn results(s: &Shared, results: Vec<(String, String)>) {
-    let Some(store) = remote(s) else { return };
-    let thread = s.borrow().thread_id.clone();
+    let Some(store) = s.remote() else { return };
+    let thread = s.thread_id();
     let queued: Vec<Queued> = results
         .into_iter()
         .map(|(call_id, result)| Queued::Result { call_id, result })
@@ -87,7 +79,7 @@ pub async fn results(s: &Shared, results: Vec<(String, String)>) {
         .edit_outbox(&thread, &|outbox| outbox.extend(queued.iter().cloned()))
         .await
     {
-        s.borrow_mut().queued = n;
+        s.set_queued(n);
         later(s);
     }
 }
@@ -123,11 +115,11 @@ fn landed(s: &Shared, queued: &Queued) -> bool {
 }
 
 async fn enqueue(s: &Shared, store: &RemoteStore, queued: Queued) -> Result<(), AgentError> {
-    let thread = s.borrow().thread_id.clone();
+    let thread = s.thread_id();
     let n = store
         .edit_outbox(&thread, &|outbox| outbox.push(queued.clone()))
         .await?;
-    s.borrow_mut().queued = n;
+    s.set_queued(n);
     super::live::changed_here(s);
     // Sent when the browser is back online, or in RETRY_MS: a change stream that stayed open
     // through the outage (Chromium's offline emulation keeps it) never reconnects to flush it.
@@ -148,15 +140,15 @@ pub async fn flush(s: &Shared) {
 }
 
 async fn send(s: &Shared) {
-    let Some(store) = remote(s) else { return };
-    let thread = s.borrow().thread_id.clone();
+    let Some(store) = s.remote() else { return };
+    let thread = s.thread_id();
     let mut conflicts = 0;
     loop {
-        if s.borrow().running {
+        if s.is_running() {
             return;
         }
         let outbox = store.outbox(&thread).await;
-        s.borrow_mut().queued = outbox.len();
+        s.set_queued(outbox.len());
         let Some(first) = outbox.first().cloned() else {
             return;
         };
@@ -227,7 +219,7 @@ async fn send(s: &Shared) {
             })
             .await;
         let Ok(n) = removed else { return };
-        s.borrow_mut().queued = n;
+        s.set_queued(n);
         super::live::changed_here(s);
     }
 }
@@ -237,11 +229,11 @@ async fn send(s: &Shared) {
 /// thread changed, and what held them up (calls awaiting a decision, another device's run)
 /// may be gone. A flush that cannot send writes nothing, so this does not feed itself.
 pub async fn count(s: &Shared) {
-    if let Some(store) = remote(s) {
-        let thread = s.borrow().thread_id.clone();
+    if let Some(store) = s.remote() {
+        let thread = s.thread_id();
         let n = store.outbox(&thread).await.len();
-        s.borrow_mut().queued = n;
-        if n > 0 && !s.borrow().running {
+        s.set_queued(n);
+        if n > 0 && !s.is_running() {
             let s = s.clone();
             wasm_bindgen_futures::spawn_local(async move { flush(&s).await });
         }
@@ -265,12 +257,8 @@ const RETRY_MS: u64 = 3_000;
 /// held them up (another device's run, calls awaiting a decision) ends without a change this
 /// agent hears of, or with one it heard while it was itself running.
 fn later(s: &Shared) {
-    {
-        let mut g = s.borrow_mut();
-        if g.queued == 0 || g.retry_queued {
-            return;
-        }
-        g.retry_queued = true;
+    if !s.claim_retry() {
+        return;
     }
     let weak = s.downgrade();
     wasm_bindgen_futures::spawn_local(async move {
@@ -278,7 +266,7 @@ fn later(s: &Shared) {
             let _ = super::fetch::sleep_or_online(RETRY_MS, &link).await;
         }
         let Some(s) = weak.upgrade() else { return };
-        s.borrow_mut().retry_queued = false;
+        s.retry_started();
         flush(&s).await;
     });
 }

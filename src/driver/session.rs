@@ -72,10 +72,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         match run(&session, Input::Recover, &RunOptions::default()).await {
             // Read again and judge again: the thread moved on while we looked.
             Err(e) if e.is_conflict() => {
-                let (store, thread) = {
-                    let g = session.borrow();
-                    (g.store.clone(), g.thread_id.clone())
-                };
+                let (store, thread) = session.at();
                 read = session.begin_reload();
                 snap = store.load(&thread, now()).await?;
             }
@@ -191,10 +188,7 @@ pub fn running_here(s: &Session) -> bool {
 /// whether another agent's run is alive.
 pub async fn reload(s: &Shared) -> Result<(), AgentError> {
     let read = s.begin_reload();
-    let (store, thread) = {
-        let g = s.borrow();
-        (g.store.clone(), g.thread_id.clone())
-    };
+    let (store, thread) = s.at();
     let snap = store.load(&thread, now()).await?;
     // A run that began meanwhile owns the view, and a later read already taken is newer
     // (`Reload::stands`): this one gives way.

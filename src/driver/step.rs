@@ -78,13 +78,7 @@ pub(super) async fn drive(
             Step::EvaluatePolicies(queries) => {
                 let mut verdicts = Vec::with_capacity(queries.len());
                 for q in queries {
-                    let (tool, thread) = {
-                        let g = s.borrow();
-                        (
-                            g.tools.iter().find(|t| t.spec.name == q.tool).cloned(),
-                            g.thread_id.clone(),
-                        )
-                    };
+                    let (tool, thread) = (s.tool(&q.tool), s.thread_id());
                     let v = match tool {
                         Some(t) => {
                             match boxed(tools::verdict(
@@ -119,11 +113,7 @@ pub(super) async fn drive(
                     let _ = Box::pin(drive(s, &RunOptions::default(), owner)).await;
                     return Err(AgentError::Aborted);
                 }
-                let (tool, thread) = {
-                    let g = s.borrow();
-                    let tool = g.tools.iter().find(|t| t.spec.name == inv.tool).cloned();
-                    (tool, g.thread_id.clone())
-                };
+                let (tool, thread) = (s.tool(&inv.tool), s.thread_id());
                 let outcome = match tool {
                     Some(t) => {
                         match boxed(tools::execute(
@@ -191,10 +181,8 @@ pub(super) async fn persist(
     ev: &Emitter,
     admission: &Cell<Admit>,
 ) -> Result<(), AgentError> {
-    let (store, thread, version) = {
-        let g = s.borrow();
-        (g.store.clone(), g.thread_id.clone(), g.version)
-    };
+    let (store, thread) = s.at();
+    let version = s.borrow().version;
     let mut commit = commit;
     commit.request_size = s
         .borrow_mut()
@@ -211,21 +199,7 @@ pub(super) async fn persist(
     match first {
         Ok(record) => {
             admission.set(Admit::Done);
-            let mut g = s.borrow_mut();
-            g.version = record.version;
-            g.message_count = record.message_count;
-            g.leased = writer.lease.is_some();
-            g.request_size = record.request_size.clone();
-            expiry::rearm(&mut g);
-            if let Some(h) = &mut g.history {
-                if let Some(t) = &commit.replace_tail {
-                    h.replace_tail(t.clone());
-                }
-                for m in &commit.append {
-                    h.push(m.clone());
-                }
-            }
-            drop(g);
+            s.committed(&record, &commit, writer.lease.is_some());
             if let Some(t) = &commit.replace_tail {
                 ev.emit(&Event::MessageUpdated {
                     message: Cow::Borrowed(t),
@@ -249,7 +223,7 @@ pub(super) async fn persist(
             // applied; the thread moved on since (the handler answers `conflict` with the
             // version this commit left: docs/design.md, "Across devices"). It landed, and is
             // not refused: the run ends with the thread as it now stands.
-            let remote = matches!(g_store(s), Store::Remote(_));
+            let remote = s.remote().is_some();
             let landed =
                 matches!(e, StoreError::Conflict { expected, .. } if expected == version + 1);
             if remote && landed && reloaded {
@@ -262,35 +236,14 @@ pub(super) async fn persist(
                 admission.set(if refusal { Admit::Refused } else { Admit::Done });
                 return Err(e.into());
             }
-            let unreachable =
-                matches!(e, StoreError::Unavailable(_)) && matches!(g_store(s), Store::Remote(_));
+            let unreachable = matches!(e, StoreError::Unavailable(_)) && remote;
             if refusal || unreachable {
                 // Only a takeover of a lapsed lease lets another agent write during a run; a
                 // result computed meanwhile is still the call's result. So is one a remote
                 // thread's handler could not be told of: it waits in the outbox.
-                let mut g = s.borrow_mut();
-                let stored = g.engine.state().run.clone();
-                let in_journal = commit.run.iter().flat_map(|r| r.results.iter());
-                let journal = in_journal.map(|r| (r.call_id.clone(), r.result.clone()));
-                let in_message = commit.append.iter().filter_map(|m| m.tool_results());
-                let message = in_message
-                    .flatten()
-                    .filter_map(|e| Some((e.call_id.clone(), e.result.clone()?)));
-                let refused: Vec<(String, String)> = journal
-                    .chain(message)
-                    .filter(|(id, _)| !stored.as_ref().is_some_and(|j| j.has_result(id)))
-                    .collect();
-                for r in refused {
-                    if !g.refused.contains(&r) {
-                        g.refused.push(r);
-                    }
-                }
+                s.keep_unwritten(&commit);
             }
             Err(e.into())
         }
     }
-}
-
-fn g_store(s: &Shared) -> Store {
-    s.borrow().store.clone()
 }
