@@ -99,6 +99,7 @@ test-types: pkg
 	npx tsc -p tests/types/generated/readme
 	node tests/types/check-codes.mjs
 	node tests/types/check-providers.mjs
+	node tests/types/check-storage.mjs
 	node tests/types/check-js.mjs
 	@if grep -lE 'wasm_bindgen__|__wbindgen|__wbg_' pkg/*.d.ts; then echo "wasm internals in the shipped types"; exit 1; fi
 	@echo "types: ok"

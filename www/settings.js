@@ -24,7 +24,9 @@ export const PROVIDERS = {
   },
 };
 
-const memoryKeys = { openai: '', anthropic: '' };
+/** The providers reached over HTTP, with a base URL, a model name and a key of their own. */
+const REMOTE = Object.keys(PROVIDERS).filter((p) => PROVIDERS[p].baseUrl);
+const memoryKeys = Object.fromEntries(REMOTE.map((p) => [p, '']));
 let mcpToken = ''; // the MCP server's bearer token: memory only
 
 function read(key) {
@@ -35,7 +37,7 @@ function read(key) {
   }
 }
 
-/** The current settings: `{ provider, rememberKey, openai: {baseUrl, model, apiKey}, anthropic: {…} }`. */
+/** The current settings: `{ provider, rememberKey, mcp, local: {url}, openai: {baseUrl, model, apiKey}, anthropic: {…}, … }`. */
 export function loadSettings() {
   const s = read(STORE) || {};
   const stored = read(KEYS) || {};
@@ -44,7 +46,7 @@ export function loadSettings() {
     rememberKey: !!s.rememberKey,
     mcp: { url: typeof s.mcp?.url === 'string' ? s.mcp.url : '', token: mcpToken },
   };
-  for (const p of ['openai', 'anthropic']) {
+  for (const p of REMOTE) {
     out[p] = {
       baseUrl: s[p]?.baseUrl || PROVIDERS[p].baseUrl,
       model: s[p]?.model || PROVIDERS[p].model,
@@ -58,14 +60,14 @@ export function loadSettings() {
 export function saveSettings(s) {
   const plain = { provider: s.provider, rememberKey: !!s.rememberKey, mcp: { url: s.mcp.url.trim() } };
   mcpToken = s.mcp.token || '';
-  for (const p of ['openai', 'anthropic']) {
+  for (const p of REMOTE) {
     plain[p] = { baseUrl: s[p].baseUrl.trim(), model: s[p].model.trim() };
     memoryKeys[p] = s[p].apiKey || '';
   }
   plain.local = { url: s.local.url.trim() };
   localStorage.setItem(STORE, JSON.stringify(plain));
   if (s.rememberKey) {
-    localStorage.setItem(KEYS, JSON.stringify({ openai: memoryKeys.openai, anthropic: memoryKeys.anthropic }));
+    localStorage.setItem(KEYS, JSON.stringify(memoryKeys));
   } else {
     localStorage.removeItem(KEYS);
   }

@@ -3,7 +3,7 @@
 // are the names the options are read by.
 // - the TypeScript `ModelOptions` union (src/js/types.rs): exactly those providers;
 // - each provider with an HTTP wire format (`wire_format` returns Ok): offered by the demo's
-//   settings (www/settings.js), served by the local model server
+//   settings (www/settings.js, and a radio in www/index.html), served by the local model server
 //   (tests/model-server/<name>.mjs), and read from a recorded stream
 //   (tests/fixtures/providers/<name>_stream_tools.sse).
 import fs from 'node:fs';
@@ -50,6 +50,13 @@ for (const p of http) {
     if (!fs.existsSync(new URL(f, root))) gaps.push(`${f} is missing`);
   }
 }
+// The settings dialog offers every provider of PROVIDERS (www/index.html), and settings.js
+// keeps no list of its own (its per-provider fields come from PROVIDERS).
+const page = read('www/index.html');
+for (const [, p] of offered.matchAll(/^  (\w+): \{/gm)) {
+  if (!page.includes(`name="provider" value="${p}"`)) gaps.push(`www/index.html has no provider radio for ${p}`);
+}
+if (/\[\s*'openai'\s*,/.test(settings)) gaps.push('www/settings.js lists providers by hand; derive them from PROVIDERS');
 if (http.length === 0 || gaps.length) {
   console.error(`providers with a wire format (${http}) are not everywhere: ${gaps.join('; ')}`);
   process.exit(1);
