@@ -71,7 +71,67 @@ export interface StoreHandlerOptions {
    * Worker: `import wasm from "gatehouse-agent/server/core_bg.wasm"`).
    */
   wasm?: WebAssembly.Module | BufferSource;
+  /**
+   * Signs a receipt for every call approved or edited on a thread (README "Approvals your
+   * backend can verify"): an Ed25519 private key, as a `CryptoKey` or its JWK. Without it no
+   * receipts are made.
+   */
+  signingKey?: CryptoKey | JsonWebKey;
+  /** How long a receipt may be spent after its decision (default 24 h). */
+  receiptTtlMs?: number;
 }
+
+/**
+ * What the handler signed when a call was approved or edited: `GET
+ * {basePath}/threads/{id}/receipts/{callId}` returns it to whoever may read the thread.
+ */
+export interface ApprovalReceipt {
+  v: 1;
+  /** Unique: `consumeApproval` spends it once. */
+  id: string;
+  thread: string;
+  callId: string;
+  tool: string;
+  /** Hex SHA-256 of the RFC 8785 canonical JSON of the inputs that will run. */
+  inputsSha256: string;
+  decision: "approve" | "edit";
+  /** The identity `authorize` returned for the decision. */
+  decidedBy: string | null;
+  approvals: { by: string | null; at: number }[];
+  /** Epoch ms of the decision. */
+  at: number;
+  /** Epoch ms after which `verifyApproval` refuses it. */
+  expiresAt: number | null;
+  alg: "Ed25519";
+  /** base64url Ed25519 signature over the canonical JSON of the other fields. */
+  sig: string;
+}
+
+/** Why `verifyApproval` or `consumeApproval` refused a receipt (`GatehouseError.code`). */
+export type ReceiptErrorCode =
+  | "receipt_malformed" | "receipt_signature" | "receipt_inputs" | "receipt_tool"
+  | "receipt_thread" | "receipt_expired" | "receipt_used" | "receipt_unknown";
+
+/**
+ * Checks a receipt for these exact inputs against the handler's public key (and, with
+ * `expect`, the tool and thread it must be for). Resolves to the receipt; rejects with a
+ * `GatehouseError` whose code is a `ReceiptErrorCode`. It does not spend it.
+ */
+export declare function verifyApproval(
+  receipt: unknown,
+  inputs: unknown,
+  publicKey: CryptoKey | JsonWebKey,
+  expect?: { tool?: string; thread?: string; now?: number },
+): Promise<ApprovalReceipt>;
+
+/**
+ * Spends a receipt once, in one statement on the handler's tables: a second use, or one racing
+ * the first, rejects with `receipt_used`; an id never issued with `receipt_unknown`.
+ */
+export declare function consumeApproval(
+  db: { query(text: string, values?: unknown[]): Promise<{ rows: any[] }> },
+  receiptId: string,
+): Promise<void>;
 
 export interface StoreHandler {
   (request: Request): Promise<Response>;

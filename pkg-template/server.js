@@ -10,23 +10,26 @@
 //
 // This module is the entry: the options and the routes. The rest, by job, in server/: errors,
 // http (answers, CORS, bodies, Node's http server), postgres (tables, transactions), cursor,
-// threads (the thread routes), feed (the change stream), wasm (the core); core.js and
+// threads (the thread routes), feed (the change stream), receipts (signed approvals, and
+// their checks for backends), wasm (the core); core.js and
 // core_bg.wasm are the core itself.
 import { GatehouseError, Refusal, invalid, invalidConfig, notFound, storageError } from "./server/errors.js";
 import { ChangeFeed, changes } from "./server/feed.js";
 import { MAX_PAGE, corsHeaders, integer, json, readQuery, refuseOrigin, threadIdOf } from "./server/http.js";
 import { CHANGE_RETENTION_MS, pruneChanges, runMigrations } from "./server/postgres.js";
-import { commit, decide, lease, list, load, remove, rows } from "./server/threads.js";
+import { checkSigningKey, signingKeyOf } from "./server/receipts.js";
+import { commit, decide, lease, list, load, receipt, remove, rows } from "./server/threads.js";
 import { loadCore } from "./server/wasm.js";
 
 export { GatehouseError } from "./server/errors.js";
 export { STORE_SCHEMA_VERSION } from "./server/postgres.js";
 export { toNodeListener } from "./server/http.js";
+export { consumeApproval, verifyApproval } from "./server/receipts.js";
 
 const OPTIONS = new Set([
   "pool", "basePath", "authorize", "maxBodyBytes", "now", "cors", "notify", "pollMs", "pingMs",
   "wasm", "maxRecordBytes", "maxMessageBytes", "maxFeedsPerIdentity", "feedAuthorizeMs",
-  "sharedWith",
+  "sharedWith", "signingKey", "receiptTtlMs",
 ]);
 
 /**
@@ -42,7 +45,7 @@ export function createStoreHandler(options) {
     pool, basePath = "/", authorize, maxBodyBytes = 1024 * 1024, now = () => Date.now(),
     cors, notify = true, pollMs = 1000, pingMs = 15_000, wasm,
     maxRecordBytes = 512 * 1024, maxMessageBytes = 256 * 1024, maxFeedsPerIdentity = 16,
-    feedAuthorizeMs = 5000, sharedWith,
+    feedAuthorizeMs = 5000, sharedWith, signingKey, receiptTtlMs = 24 * 60 * 60 * 1000,
   } = options;
   if (!pool || typeof pool.query !== "function" || typeof pool.connect !== "function") {
     throw invalidConfig("pool must have query() and connect() (e.g. a pg.Pool)");
@@ -52,12 +55,14 @@ export function createStoreHandler(options) {
   if (sharedWith !== undefined && typeof sharedWith !== "function") {
     throw invalidConfig("sharedWith must be a function (identity, request) => thread ids");
   }
+  if (signingKey !== undefined) checkSigningKey(signingKey);
   if (typeof basePath !== "string" || !basePath.startsWith("/")) {
     throw invalidConfig('basePath must be a path starting with "/"');
   }
   for (const [name, v] of [["maxBodyBytes", maxBodyBytes], ["pollMs", pollMs], ["pingMs", pingMs],
     ["maxRecordBytes", maxRecordBytes], ["maxMessageBytes", maxMessageBytes],
-    ["maxFeedsPerIdentity", maxFeedsPerIdentity], ["feedAuthorizeMs", feedAuthorizeMs]]) {
+    ["maxFeedsPerIdentity", maxFeedsPerIdentity], ["feedAuthorizeMs", feedAuthorizeMs],
+    ["receiptTtlMs", receiptTtlMs]]) {
     if (!Number.isInteger(v) || v <= 0) throw invalidConfig(`${name} must be a positive integer`);
   }
   if (cors !== undefined) {
@@ -85,8 +90,10 @@ export function createStoreHandler(options) {
   let migrated = null;
   const migrate = () => {
     if (!migrated) {
-      migrated = Promise.all([loadCore(wasm), runMigrations(pool)]).then(([, key]) => {
-        ctx.cursorKey = key;
+      const key = signingKey === undefined ? null : signingKeyOf(signingKey);
+      migrated = Promise.all([loadCore(wasm), runMigrations(pool), key]).then(([, cursor, k]) => {
+        ctx.cursorKey = cursor;
+        ctx.signingKey = k;
       });
       migrated.catch(() => {
         migrated = null;
@@ -97,7 +104,7 @@ export function createStoreHandler(options) {
   const feed = new ChangeFeed(pool, { notify, pollMs, pingMs });
   const ctx = { pool, authorize, maxBodyBytes, now, notify, feed, writes: 0, maxRecordBytes,
     maxMessageBytes, maxFeedsPerIdentity, feedAuthorizeMs, feeds: new Map(), cursorKey: null,
-    sharedWith: sharedWith ?? null };
+    sharedWith: sharedWith ?? null, signingKey: null, receiptTtlMs };
 
   async function handle(request) {
     const headers = corsHeaders(cors, request);
@@ -189,6 +196,16 @@ function routeOf(base, request) {
   if (sub === "decide" && m === "POST") {
     query([]);
     return { run: (ctx, req) => decide(ctx, req, id) };
+  }
+  if (sub?.startsWith("receipts/") && m === "GET") {
+    query([]);
+    let callId;
+    try {
+      callId = decodeURIComponent(sub.slice("receipts/".length));
+    } catch {
+      throw invalid("the call id is not a valid URI component");
+    }
+    return { run: (ctx, req) => receipt(ctx, req, id, callId) };
   }
   if (sub === "lease" && m === "POST") {
     query([]);

@@ -59,6 +59,15 @@ const MIGRATIONS = [
     `CREATE INDEX gatehouse_threads_unowned ON gatehouse_threads (id)
        WHERE owner IS NULL AND record IS NOT NULL`,
   ],
+  // Signed approval receipts (docs/design.md, "Receipts"): one per call approved or edited,
+  // written with the decision; `used_at` is set once, by `consumeApproval`. Kept when their
+  // thread is deleted: a backend may still be asked to spend one.
+  [
+    `CREATE TABLE gatehouse_receipts (id text PRIMARY KEY, thread text COLLATE "C" NOT NULL,
+       call_id text NOT NULL, receipt text NOT NULL,
+       created_at timestamptz NOT NULL DEFAULT now(), used_at timestamptz)`,
+    `CREATE INDEX gatehouse_receipts_call ON gatehouse_receipts (thread, call_id)`,
+  ],
 ];
 
 /** The schema version this release writes. */

@@ -7,6 +7,7 @@ import { hex } from "./cursor.js";
 import { Refusal, answerOf, authorizeFailed, invalid } from "./errors.js";
 import { MAX_DECIDE_BYTES, MAX_ID_BYTES, json, readBody, requireJson, utf8Length } from "./http.js";
 import { announce, transaction, writing } from "./postgres.js";
+import { issueReceipts } from "./receipts.js";
 
 export async function identityOf(ctx, request, threadId, action, intent) {
   let who;
@@ -319,11 +320,25 @@ export async function decide(ctx, request, id) {
     await writePlan(c, id, plan, plan.leased ? token : null, leaseWho);
     await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
       VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, who, digest, plan.version]);
+    await issueReceipts(ctx, c, id, intent.decisions, JSON.parse(plan.answer).tail, who, at);
     await announce(ctx, c, id, plan.version);
     return { value: plan.answer, write: true };
   });
   if (answer instanceof Refusal) throw answer;
   return answer;
+}
+
+/**
+ * `GET B/threads/{id}/receipts/{callId}`: the latest signed receipt of the call (docs/design.md,
+ * "Receipts"), for whoever may read the thread: the device that runs the call forwards it to
+ * the backend that performs the action.
+ */
+export async function receipt(ctx, request, id, callId) {
+  await identityOf(ctx, request, id, "read");
+  const r = await ctx.pool.query(`SELECT receipt FROM gatehouse_receipts
+    WHERE thread = $1 AND call_id = $2 ORDER BY created_at DESC, id LIMIT 1`, [id, callId]);
+  if (!r.rows[0]) throw new Refusal(404, "no_receipt", "this call has no receipt");
+  return r.rows[0].receipt;
 }
 
 /** `callId` → tool name of the stored tail's calls. */

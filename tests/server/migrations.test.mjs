@@ -48,7 +48,7 @@ test("eight handlers starting at once on a fresh database migrate it once", asyn
     WHERE tablename LIKE 'gatehouse%' ORDER BY tablename`);
   assert.deepEqual(tables.rows.map((r) => r.tablename), ["gatehouse_audit", "gatehouse_change_counter",
     "gatehouse_changes", "gatehouse_commits", "gatehouse_keys", "gatehouse_messages",
-    "gatehouse_schema", "gatehouse_threads"]);
+    "gatehouse_receipts", "gatehouse_schema", "gatehouse_threads"]);
   const counter = await p.query("SELECT * FROM gatehouse_change_counter");
   assert.equal(counter.rows.length, 1, "the counter row is inserted once");
   const keys = await p.query("SELECT name FROM gatehouse_keys");
