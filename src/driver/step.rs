@@ -116,6 +116,7 @@ pub(super) async fn drive(
                 let (tool, thread) = (s.tool(&inv.tool), s.thread_id());
                 let outcome = match tool {
                     Some(t) => {
+                        let approval = boxed(approval_of(s, &inv.call_id, &inv.tool)).await;
                         match boxed(tools::execute(
                             &t,
                             &inv.call_id,
@@ -123,6 +124,7 @@ pub(super) async fn drive(
                             &inv.inputs,
                             opts.signal.as_ref(),
                             ev,
+                            approval,
                         ))
                         .await
                         {
@@ -168,6 +170,38 @@ pub(super) async fn drive(
             }
         }
     }
+}
+
+/// What a tool's `ctx.approval` holds for the call about to run (`ToolContext::approval`):
+/// `None` unless a human approved it in this run; the handler's signed receipt on a remote
+/// thread whose handler signs (read from it now: the device that runs the call may not be the
+/// one that decided), else the decision as this device knows it, unsigned. A receipt that
+/// cannot be read leaves it unsigned: the backend that needs one refuses the action.
+async fn approval_of(s: &Shared, call_id: &str, tool: &str) -> Option<Value> {
+    let (decided_by, at) = {
+        let g = s.borrow();
+        let a = g.engine.state().run.as_ref()?.audit(call_id)?;
+        (a.decided_by.clone(), a.decided_at?)
+    };
+    let mut out = serde_json::json!({
+        "signed": false,
+        "callId": call_id,
+        "tool": tool,
+        "decision": "approve",
+        "decidedBy": decided_by,
+        "at": at,
+        "receipt": null,
+    });
+    if let Some(store) = s.remote() {
+        if let Ok(Some(receipt)) = store.receipt(&s.thread_id(), call_id).await {
+            out["decision"] = receipt["decision"].clone();
+            out["decidedBy"] = receipt["decidedBy"].clone();
+            out["at"] = receipt["at"].clone();
+            out["signed"] = Value::Bool(true);
+            out["receipt"] = receipt;
+        }
+    }
+    Some(out)
 }
 
 /// Results longer than this are replaced by a short error result when the storage quota

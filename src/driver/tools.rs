@@ -24,6 +24,12 @@ pub struct ToolContext {
     pub thread_id: String,
     /// Aborted when the run is (an executor should stop; the policy is never given one).
     pub signal: Option<AbortSignal>,
+    /// For a call a human approved, what was decided (docs/design.md, "Receipts"):
+    /// `{ signed, callId, tool, decision, decidedBy, at, receipt }`, where `receipt` is the
+    /// store handler's signed receipt (a remote thread whose handler has a `signingKey`) to
+    /// forward to the backend that performs the action, else `null` with `signed: false`.
+    /// `None` for a call that was not gated, and for the policy.
+    pub approval: Option<Value>,
     /// The run's listener (an MCP tool reports `mcp_error` events through it).
     pub(crate) events: Emitter,
     /// Set by an executor whose error leaves open whether the call took effect (an MCP
@@ -98,6 +104,7 @@ pub async fn execute(
     inputs: &Map<String, Value>,
     signal: Option<&AbortSignal>,
     events: &Emitter,
+    approval: Option<Value>,
 ) -> Execution {
     let Some(f) = &tool.execute else {
         return Execution::Settled(Err(format!(
@@ -110,6 +117,7 @@ pub async fn execute(
         call_id: call_id.to_owned(),
         thread_id: thread_id.to_owned(),
         signal: signal.cloned(),
+        approval,
         events: events.clone(),
         cut_off: cut_off.clone(),
     };
@@ -151,6 +159,7 @@ pub async fn verdict(
         call_id: call_id.to_owned(),
         thread_id: thread_id.to_owned(),
         signal: None,
+        approval: None,
         events: Emitter::default(),
         cut_off: Rc::default(),
     };

@@ -86,6 +86,11 @@ impl RunJournal {
         }
     }
 
+    /// The open audit record of a call, if it has one (it was gated in this run).
+    pub fn audit(&self, call_id: &str) -> Option<&OpenAudit> {
+        self.audit.iter().find(|a| a.call_id == call_id)
+    }
+
     /// The open audit record of a call, if it has one.
     pub fn audit_mut(&mut self, call_id: &str) -> Option<&mut OpenAudit> {
         self.audit.iter_mut().find(|a| a.call_id == call_id)

@@ -38,6 +38,8 @@ struct JsContext<'a> {
     thread_id: &'a str,
     #[serde(serialize_with = "js_ref", skip_serializing_if = "Option::is_none")]
     signal: Option<&'a AbortSignal>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval: Option<&'a serde_json::Value>,
 }
 
 fn context(ctx: &ToolContext) -> JsValue {
@@ -45,6 +47,7 @@ fn context(ctx: &ToolContext) -> JsValue {
         call_id: &ctx.call_id,
         thread_id: &ctx.thread_id,
         signal: ctx.signal.as_ref(),
+        approval: ctx.approval.as_ref(),
     })
 }
 

@@ -83,7 +83,47 @@ export type ThreadStatus =
 export type HandleBody =
   | { message: string } | { decisions: Decisions; by?: string } | { toolResults: Record<string, unknown> };
 
-export interface ToolContext { callId: string; threadId: string; signal?: AbortSignal; }
+export interface ToolContext {
+  callId: string;
+  threadId: string;
+  signal?: AbortSignal;
+  /** Set for a call a human approved (README "Approvals your backend can verify"); absent
+   *  otherwise, and for `approvalPolicy`. */
+  approval?: ToolApproval;
+}
+
+/** What was decided for the call about to run. `receipt` is the store handler's signed
+ *  receipt (a remote thread whose handler has a `signingKey`): forward it, with the inputs,
+ *  to the backend that performs the action, which checks it with `verifyApproval`. Without
+ *  one (a local thread, a handler without a key) `signed` is false and `receipt` null. */
+export interface ToolApproval {
+  signed: boolean;
+  callId: string;
+  tool: string;
+  decision: "approve" | "edit";
+  decidedBy: string | null;
+  /** Epoch ms of the decision. */
+  at: number;
+  receipt: ApprovalReceipt | null;
+}
+
+/** The store handler's signed receipt of a decision (`gatehouse-agent/server`'s
+ *  `ApprovalReceipt`). */
+export interface ApprovalReceipt {
+  v: 1;
+  id: string;
+  thread: string;
+  callId: string;
+  tool: string;
+  inputsSha256: string;
+  decision: "approve" | "edit";
+  decidedBy: string | null;
+  approvals: { by: string | null; at: number }[];
+  at: number;
+  expiresAt: number | null;
+  alg: "Ed25519";
+  sig: string;
+}
 
 /** A tool. `I` is the type of its inputs: `defineTool` infers it from `parameters`. */
 export interface Tool<I = any> {

@@ -20,6 +20,7 @@ use crate::net::fetch::{self, AbortLink, FetchError};
 use gloo_net::http::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -402,6 +403,18 @@ impl RemoteStore {
                 Some(copy) => copy.list().await,
                 None => Err(e),
             },
+        }
+    }
+
+    /// The handler's signed receipt of a call approved or edited (docs/design.md, "Receipts"):
+    /// `None` when it has none (a handler without a `signingKey`, or a call not approved).
+    pub async fn receipt(&self, thread: &str, call_id: &str) -> Result<Option<Value>, StoreError> {
+        let id = String::from(js_sys::encode_uri_component(call_id));
+        let url = self.thread_url(thread, &format!("/receipts/{id}"));
+        match self.call::<Value>(Method::GET, &url, None).await {
+            Ok(v) => Ok(Some(v)),
+            Err(StoreError::Other(m)) if m.starts_with("no_receipt:") => Ok(None),
+            Err(e) => Err(e),
         }
     }
 

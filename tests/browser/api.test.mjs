@@ -130,7 +130,7 @@ test('values across the boundary: integers beyond 2^53 arrive rounded (not null)
     const lookup = gh.tool('lookup', {
       parameters: { type: 'object' },
       approvalPolicy: (inputs, ctx) => { seen.policy = { inputs, ctx: { ...ctx } }; return true; },
-      execute: (inputs, ctx) => { seen.execute = { inputs, keys: Object.keys(ctx), signal: ctx.signal instanceof AbortSignal }; return 'done'; },
+      execute: (inputs, ctx) => { seen.execute = { inputs, keys: Object.keys(ctx), signal: ctx.signal instanceof AbortSignal, approval: ctx.approval }; return 'done'; },
     });
     const agent = await gh.Agent.open({ threadId: 't', model, storage: { database: db }, tools: [lookup] });
     const events = gh.events();
@@ -156,7 +156,12 @@ test('values across the boundary: integers beyond 2^53 arrive rounded (not null)
   assert.deepEqual(r.pending[0].inputs, want);
   assert.deepEqual(r.last.tools[0].inputs, want);
   assert.equal(r.done, 'completed');
-  assert.deepEqual(r.seen.execute, { inputs: want, keys: ['callId', 'threadId', 'signal'], signal: true });
+  // An approved call's ctx says what was decided (README "Approvals your backend can verify"):
+  // unsigned on a local thread.
+  const { approval } = r.seen.execute;
+  assert.deepEqual(r.seen.execute, { inputs: want, keys: ['callId', 'threadId', 'signal', 'approval'], signal: true, approval });
+  assert.deepEqual({ ...approval, at: typeof approval.at },
+    { signed: false, callId: 'big_1', tool: 'lookup', decision: 'approve', decidedBy: null, at: 'number', receipt: null });
   assert.deepEqual(r.events, ['message', 'message', 'awaiting_approval']);
   assert.deepEqual(r.kept, { enabled: false, autoApprove: true });
   assert.deepEqual(r.reset, { enabled: false, autoApprove: false });

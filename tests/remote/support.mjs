@@ -6,9 +6,10 @@
 
 import { bearer, startStoreServer } from '../support/store-server.mjs';
 
-export async function startRemote() {
+export async function startRemote(handlerOptions = {}) {
   const state = { allow: () => true, lose: null, lost: [], delay: null, requests: [], held: 0 };
   const server = await startStoreServer({
+    ...handlerOptions,
     authorize: (request, { threadId, action }) => {
       const user = bearer(request);
       return user && state.allow(user, threadId, action) ? user : null;
