@@ -188,12 +188,26 @@ export function buildRows(R, CFG) {
 
   // ------------------------------------------------------------------ 7. remote threads
   if (rem) remoteRows(rem, section, info, notes);
+  if (R.receipts) receiptRows(R.receipts, section, info);
   if (R.local) localRows(R.local, section, info);
 
   notes.push('Columns: Gatehouse; the AI SDK app that persists like Gatehouse (its message list saved to IndexedDB with idb-keyval after every step, as the AI SDK\'s message-persistence guide does in onStepFinish/onFinish); the AI SDK app that keeps its list in memory only (persists nothing).');
   notes.push('Ratios are Gatehouse / that AI SDK app, of the medians (below 1× = Gatehouse is smaller or faster). Timings are printed, never asserted.');
   notes.push('The wasm is served with Cache-Control: no-store, so every reopen compiles it (first-visit cost; no code cache).');
   return { rows, notes };
+}
+
+/** Signed approval receipts (bench/receipts.mjs): what one costs a decision. Gatehouse only. */
+function receiptRows(r, section, info) {
+  section('Signed approval receipts (Ed25519, Web Crypto in Node)');
+  if (r.error) { info('receipts', `error: ${r.error}`); return; }
+  const ms = (s) => `${s.median.toFixed(3)} / ${s.p95.toFixed(3)} ms`;
+  info(`sign one receipt (median / p95 of ${r.sign.n})`, ms(r.sign));
+  info(`verifyApproval (median / p95 of ${r.verify.n})`, ms(r.verify));
+  info('receipt size (JSON)', `${r.bytes} B`);
+  info(`decision at the handler, no key → with a key (median of ${r.decidePlain.n} each)`,
+    `${r.decidePlain.median.toFixed(2)} → ${r.decideSigned.median.toFixed(2)} ms (${(r.decideSigned.median / r.decidePlain.median).toFixed(2)}×)`);
+  info(`consumeApproval (median / p95 of ${r.consume.n})`, ms(r.consume));
 }
 
 /** Section 7: remote threads (bench/remote.mjs). Gatehouse only: the AI SDK has no counterpart. */
