@@ -3,7 +3,7 @@
 import type { CSSProperties, ReactNode } from "react";
 import type {
   Agent, AgentOptions, AgentState, Decisions, GatehouseError, Message, StorageOptions, ThreadStatus,
-  ThreadSummary, ToolEntry, ToolPolicy, ToolPolicyUpdate,
+  PendingToolEntry, ThreadSummary, ToolEntry, ToolPolicy, ToolPolicyUpdate,
 } from "./gatehouse.js";
 import type { CardDecision, ToolDisplay } from "./ui/index.js";
 
@@ -38,7 +38,7 @@ export interface UseAgent {
   /** The text of the answer being written (from `text_delta` events); `""` otherwise. */
   streamingText: string;
   /** Calls waiting for a decision (`agent.pendingTools()`). */
-  pendingTools: ToolEntry[];
+  pendingTools: PendingToolEntry[];
   /** External calls waiting for their result (`agent.pendingToolResults()`). */
   pendingToolResults: ToolEntry[];
   /** This thread's effective policy per tool (`agent.toolPolicies()`). */

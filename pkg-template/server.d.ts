@@ -79,6 +79,32 @@ export interface StoreHandlerOptions {
   signingKey?: CryptoKey | JsonWebKey;
   /** How long a receipt may be spent after its decision (default 24 h). */
   receiptTtlMs?: number;
+  /**
+   * Approver rules, per tool (README "Approver rules"): who may decide its calls, how many
+   * distinct approvers it takes, and whether the requester (who wrote the message that led
+   * to the call) may approve it (default: no where `quorum` > 1, yes otherwise). A function
+   * alone is `{ may }`. A decision from someone who may not make it is refused with 403
+   * `not_an_approver` or `self_approval`.
+   */
+  approvers?: Record<string, ApproverRule["may"] | ApproverRule>;
+}
+
+/** What an approver rule is asked about a call. */
+export interface ApproverCall {
+  threadId: string;
+  callId: string;
+  tool: string;
+  inputs: unknown;
+  decision: "approve" | "reject" | "edit";
+  /** The identity that wrote the user message that led to the call. */
+  requester: string | null;
+}
+
+export interface ApproverRule {
+  may?: (identity: string, call: ApproverCall) => boolean | Promise<boolean>;
+  /** Distinct approvals it takes (1 to 16, default 1); an edit restarts the count. */
+  quorum?: number;
+  selfApproval?: boolean;
 }
 
 /**

@@ -17,6 +17,7 @@ import { GatehouseError, Refusal, invalid, invalidConfig, notFound, storageError
 import { ChangeFeed, changes } from "./server/feed.js";
 import { MAX_PAGE, corsHeaders, integer, json, readQuery, refuseOrigin, threadIdOf } from "./server/http.js";
 import { CHANGE_RETENTION_MS, pruneChanges, runMigrations } from "./server/postgres.js";
+import { rulesOf } from "./server/approvers.js";
 import { checkSigningKey, signingKeyOf } from "./server/receipts.js";
 import { commit, decide, lease, list, load, receipt, remove, rows } from "./server/threads.js";
 import { loadCore } from "./server/wasm.js";
@@ -29,7 +30,7 @@ export { consumeApproval, verifyApproval } from "./server/receipts.js";
 const OPTIONS = new Set([
   "pool", "basePath", "authorize", "maxBodyBytes", "now", "cors", "notify", "pollMs", "pingMs",
   "wasm", "maxRecordBytes", "maxMessageBytes", "maxFeedsPerIdentity", "feedAuthorizeMs",
-  "sharedWith", "signingKey", "receiptTtlMs",
+  "sharedWith", "signingKey", "receiptTtlMs", "approvers",
 ]);
 
 /**
@@ -45,7 +46,7 @@ export function createStoreHandler(options) {
     pool, basePath = "/", authorize, maxBodyBytes = 1024 * 1024, now = () => Date.now(),
     cors, notify = true, pollMs = 1000, pingMs = 15_000, wasm,
     maxRecordBytes = 512 * 1024, maxMessageBytes = 256 * 1024, maxFeedsPerIdentity = 16,
-    feedAuthorizeMs = 5000, sharedWith, signingKey, receiptTtlMs = 24 * 60 * 60 * 1000,
+    feedAuthorizeMs = 5000, sharedWith, signingKey, receiptTtlMs = 24 * 60 * 60 * 1000, approvers,
   } = options;
   if (!pool || typeof pool.query !== "function" || typeof pool.connect !== "function") {
     throw invalidConfig("pool must have query() and connect() (e.g. a pg.Pool)");
@@ -56,6 +57,7 @@ export function createStoreHandler(options) {
     throw invalidConfig("sharedWith must be a function (identity, request) => thread ids");
   }
   if (signingKey !== undefined) checkSigningKey(signingKey);
+  const rules = rulesOf(approvers);
   if (typeof basePath !== "string" || !basePath.startsWith("/")) {
     throw invalidConfig('basePath must be a path starting with "/"');
   }
@@ -104,7 +106,7 @@ export function createStoreHandler(options) {
   const feed = new ChangeFeed(pool, { notify, pollMs, pingMs });
   const ctx = { pool, authorize, maxBodyBytes, now, notify, feed, writes: 0, maxRecordBytes,
     maxMessageBytes, maxFeedsPerIdentity, feedAuthorizeMs, feeds: new Map(), cursorKey: null,
-    sharedWith: sharedWith ?? null, signingKey: null, receiptTtlMs };
+    sharedWith: sharedWith ?? null, signingKey: null, receiptTtlMs, approvers: rules };
 
   async function handle(request) {
     const headers = corsHeaders(cors, request);

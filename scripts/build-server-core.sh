@@ -24,3 +24,9 @@ node_modules/.bin/wasm-opt pkg/server/core_bg.wasm -Oz --converge \
 printf '%-24s %8d B raw %8d B gzip -9\n' "server/core_bg.wasm" \
   "$(wc -c < pkg/server/core_bg.wasm)" "$(gzip -9 -c pkg/server/core_bg.wasm | wc -c)"
 cp pkg-template/server/*.js pkg/server/
+# RFC 8785 canonical JSON for the approval receipts (server/receipts.js), vendored with its
+# licence as the local model's runtime is: the handler's modules import nothing by a bare
+# name, so Deno can import them over HTTP.
+mkdir -p pkg/server/vendor
+cp node_modules/canonicalize/lib/canonicalize.js pkg/server/vendor/canonicalize.js
+cp node_modules/canonicalize/LICENSE pkg/server/vendor/canonicalize.LICENSE

@@ -67,6 +67,12 @@ const MIGRATIONS = [
        call_id text NOT NULL, receipt text NOT NULL,
        created_at timestamptz NOT NULL DEFAULT now(), used_at timestamptz)`,
     `CREATE INDEX gatehouse_receipts_call ON gatehouse_receipts (thread, call_id)`,
+    // Approver rules (docs/design.md, "Approver rules"): who wrote the latest user message
+    // (the requester), and the approvals of calls below their quorum.
+    `ALTER TABLE gatehouse_threads ADD COLUMN requester text`,
+    `CREATE TABLE gatehouse_approvals (thread text COLLATE "C" NOT NULL, call_id text NOT NULL,
+       approver text NOT NULL, at bigint NOT NULL, inputs text NOT NULL,
+       PRIMARY KEY (thread, call_id, approver))`,
   ],
 ];
 

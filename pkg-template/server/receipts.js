@@ -7,9 +7,11 @@
 //
 // Ed25519 through Web Crypto (`crypto.subtle`, in Node since 18.4 and in every edge runtime the
 // handler runs on): no native module and no library of our own to keep. Canonical JSON through
-// `canonicalize`, by an author of RFC 8785.
+// `canonicalize` (Apache-2.0), by an author of RFC 8785, vendored with its licence.
 
-import canonicalize from "canonicalize";
+// Vendored into pkg/server/vendor/ by the build (scripts/build-server-core.sh): the handler's
+// modules import nothing by a bare name, so Deno can import them over HTTP.
+import canonicalize from "./vendor/canonicalize.js";
 import { GatehouseError } from "./gatehouse-error.js";
 
 /** The receipt format this release writes and reads. */
@@ -129,7 +131,7 @@ export async function inputsDigest(inputs) {
  * @param {CryptoKey} key
  * @param {{ thread: string, callId: string, tool: string, inputs: unknown,
  *   decision: "approve" | "edit", decidedBy: string | null, at: number,
- *   expiresAt: number | null }} call
+ *   expiresAt: number | null, approvals?: { by: string | null, at: number }[] }} call
  * @returns {Promise<ApprovalReceipt>}
  */
 export async function signReceipt(key, call) {
@@ -142,7 +144,7 @@ export async function signReceipt(key, call) {
     inputsSha256: await inputsDigest(call.inputs),
     decision: call.decision,
     decidedBy: call.decidedBy,
-    approvals: [{ by: call.decidedBy, at: call.at }],
+    approvals: call.approvals ?? [{ by: call.decidedBy, at: call.at }],
     at: call.at,
     expiresAt: call.expiresAt,
     alg: /** @type {"Ed25519"} */ (ALG),
@@ -229,8 +231,10 @@ export async function consumeApproval(pool, receiptId) {
  * @param {string | null} tailText
  * @param {string | null} who
  * @param {number} at
+ * @param {Map<string, { by: string | null, at: number }[]>} approvals the approvals counted
+ *   toward each call's quorum (approver rules); a call without is this decision alone
  */
-export async function issueReceipts(ctx, c, thread, decisions, tailText, who, at) {
+export async function issueReceipts(ctx, c, thread, decisions, tailText, who, at, approvals) {
   if (!ctx.signingKey || !tailText) return;
   const tools = JSON.parse(tailText).tools ?? [];
   for (const d of decisions) {
@@ -240,6 +244,7 @@ export async function issueReceipts(ctx, c, thread, decisions, tailText, who, at
     const receipt = await signReceipt(ctx.signingKey, {
       thread, callId: d.callId, tool: entry.name, inputs: entry.inputs ?? {},
       decision: d.decision, decidedBy: who, at, expiresAt: at + ctx.receiptTtlMs,
+      approvals: approvals.get(d.callId) ?? [{ by: who, at }],
     });
     await c.query(`INSERT INTO gatehouse_receipts (id, thread, call_id, receipt)
       VALUES ($1, $2, $3, $4)`, [receipt.id, thread, d.callId, JSON.stringify(receipt)]);

@@ -7,6 +7,7 @@ import { hex } from "./cursor.js";
 import { Refusal, answerOf, authorizeFailed, invalid } from "./errors.js";
 import { MAX_DECIDE_BYTES, MAX_ID_BYTES, json, readBody, requireJson, utf8Length } from "./http.js";
 import { announce, transaction, writing } from "./postgres.js";
+import { callsOf, count, judge, noteRequester, progressOf, sameCalls } from "./approvers.js";
 import { issueReceipts } from "./receipts.js";
 
 export async function identityOf(ctx, request, threadId, action, intent) {
@@ -44,8 +45,8 @@ function recordOf(id, text) {
 }
 
 export async function load(ctx, request, id) {
-  await identityOf(ctx, request, id, "read");
-  return transaction(ctx.pool, async (c) => {
+  const who = await identityOf(ctx, request, id, "read");
+  const text = await transaction(ctx.pool, async (c) => {
     const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1", [id]);
     const rec = recordOf(id, r.rows[0]?.record);
     if (!rec) return { value: '{"record":null,"tail":null}', write: false };
@@ -57,6 +58,7 @@ export async function load(ctx, request, id) {
     }
     return { value: `{"record":${rec.record},"tail":${JSON.stringify(tail)}}`, write: false };
   }, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  return withProgress(ctx, id, text, who);
 }
 
 export async function rows(ctx, request, id, kind, before, limit) {
@@ -251,6 +253,7 @@ export async function commit(ctx, request, id) {
     // once it is let go.
     const next = plan.leased ? (holder ? token : newSecret()) : null;
     await writePlan(c, id, plan, next, who, who);
+    await noteRequester(c, id, plan.rows, who);
     await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
       VALUES ($1, $2, $3, $4, $5)`, [id, commitId, who, digest, plan.version]);
     await announce(ctx, c, id, plan.version);
@@ -283,11 +286,14 @@ export async function decide(ctx, request, id) {
   const body = await readBody(request, Math.min(ctx.maxBodyBytes, MAX_DECIDE_BYTES));
   const intent = answerOf(core.decideIntent(body));
   checkCommitId(intent.commitId);
-  // The tools of the calls decided, read without a lock or a held connection; checked again
-  // under the lock (a tail that changed since is refused, or decides other calls).
-  const tools = await callTools(ctx.pool, id);
-  const decisions = intent.decisions.map((d) => ({ ...d, tool: tools.get(d.callId) ?? null }));
+  // The calls decided, read without a lock or a held connection; checked again under the lock
+  // (a tail that changed since is refused, or decides other calls).
+  const { calls, requester } = await callsBefore(ctx.pool, id);
+  const decisions = intent.decisions.map((d) => ({ ...d, tool: calls.get(d.callId)?.name ?? null }));
   const who = await identityOf(ctx, request, id, "decide", { decisions });
+  // The approver rules, with no lock held while the app's `may` runs.
+  await judge(ctx, id, intent.decisions, calls, requester, who);
+  const ruled = decisions.some((d) => ctx.approvers.has(d.tool ?? ""));
   const digest = await digestOf(body);
   const at = clock(ctx, request);
   const answer = await writing(ctx, async (c) => {
@@ -301,12 +307,27 @@ export async function decide(ctx, request, id) {
     }
     const { tail, after } = await tailOf(c, id, rec);
     const now = toolsOf(tail);
-    if (decisions.some((d) => d.tool !== (now.get(d.callId) ?? null))) {
+    if (decisions.some((d) => d.tool !== (now.get(d.callId) ?? null)) ||
+        (ruled && !sameCalls(callsOf(tail), calls))) {
       throw new Refusal(409, "conflict", "the thread changed while the decision was authorized; " +
         "nothing was written, decide again");
     }
-    const planned = core.planDecide(id, stored ?? undefined, tail ?? undefined, after, body, at,
-      who, Math.floor(Math.random() * 2 ** 52));
+    // Below a quorum an approval is counted and the thread is not written; the engine judges
+    // it first all the same (a late, malformed or unknown decision is refused, not counted).
+    if (ruled) {
+      answerOf(core.planDecide(id, stored ?? undefined, tail ?? undefined, after, body, at, who, 0));
+    }
+    const counted = ruled ? await count(ctx, c, id, body, tail, who, at)
+      : { body, approvals: new Map(), engine: true, held: [] };
+    if (!counted.engine) {
+      await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
+        VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, who, digest, rec?.version ?? 0]);
+      // No version: every device reads the thread again, and sees the approvals counted.
+      await announce(ctx, c, id, null);
+      return { value: `{"record":${rec.record},"tail":${JSON.stringify(tail)}}`, write: true };
+    }
+    const planned = core.planDecide(id, stored ?? undefined, tail ?? undefined, after,
+      counted.body, at, who, Math.floor(Math.random() * 2 ** 52));
     let plan;
     try {
       plan = answerOf(planned);
@@ -320,12 +341,14 @@ export async function decide(ctx, request, id) {
     await writePlan(c, id, plan, plan.leased ? token : null, leaseWho);
     await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
       VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, who, digest, plan.version]);
-    await issueReceipts(ctx, c, id, intent.decisions, JSON.parse(plan.answer).tail, who, at);
+    const applied = answerOf(core.decideIntent(counted.body)).decisions;
+    await issueReceipts(ctx, c, id, applied, JSON.parse(plan.answer).tail, who, at,
+      counted.approvals);
     await announce(ctx, c, id, plan.version);
     return { value: plan.answer, write: true };
   });
   if (answer instanceof Refusal) throw answer;
-  return answer;
+  return withProgress(ctx, id, answer, who);
 }
 
 /**
@@ -341,12 +364,25 @@ export async function receipt(ctx, request, id, callId) {
   return r.rows[0].receipt;
 }
 
-/** `callId` → tool name of the stored tail's calls. */
-async function callTools(pool, id) {
-  const r = await pool.query(`SELECT m.json FROM gatehouse_threads t
-    JOIN gatehouse_messages m ON m.thread = t.id
-    WHERE t.id = $1 AND m.seq = (t.record::json->>'messageCount')::bigint`, [id]);
-  return toolsOf(r.rows[0]?.json ?? null);
+/** The stored tail's calls (`callId` → `{ name, inputs }`) and the thread's requester. */
+async function callsBefore(pool, id) {
+  const r = await pool.query(`SELECT t.requester, m.json FROM gatehouse_threads t
+    LEFT JOIN gatehouse_messages m ON m.thread = t.id
+      AND m.seq = (t.record::json->>'messageCount')::bigint
+    WHERE t.id = $1`, [id]);
+  return { calls: callsOf(r.rows[0]?.json ?? null), requester: r.rows[0]?.requester ?? null };
+}
+
+/**
+ * A read's or a decision's answer (`{"record","tail"}` text) with the approvals of the
+ * tail's calls of ruled tools, as `who` sees them (docs/design.md, "Approver rules"); read
+ * after the transaction, so that no lock is held while the app's `may` runs.
+ */
+async function withProgress(ctx, id, text, who) {
+  if (ctx.approvers.size === 0) return text;
+  const tail = JSON.parse(text).tail ?? null;
+  const progress = await progressOf(ctx, ctx.pool, id, tail, who);
+  return progress ? `${text.slice(0, -1)},"approvals":${JSON.stringify(progress)}}` : text;
 }
 
 function toolsOf(tailText) {

@@ -213,6 +213,18 @@ impl Agent {
         g.engine.pending_tools().into_iter().cloned().collect()
     }
 
+    /// How far the pending call `call_id` is on the store handler's approver rules (a remote
+    /// thread: the approvals counted toward its quorum, how many it needs, and why this user
+    /// may not decide it), as the thread was last read; one approval needed, by anyone, where
+    /// no rule applies (docs/design.md, "Approver rules").
+    pub fn approval_progress(&self, call_id: &str) -> crate::store::wire::ApprovalProgress {
+        let thread = self.s.thread_id();
+        self.s
+            .remote()
+            .and_then(|r| r.progress(&thread, call_id))
+            .unwrap_or_default()
+    }
+
     /// External calls waiting for `submit_tool_results`.
     pub fn pending_tool_results(&self) -> Vec<ToolEntry> {
         let g = self.s.borrow();

@@ -145,9 +145,22 @@ impl Agent {
     }
 
     /// Entries of the last message whose approval is pending (synchronous: no I/O).
-    #[wasm_bindgen(js_name = pendingTools, unchecked_return_type = "ToolEntry[]")]
+    #[wasm_bindgen(js_name = pendingTools, unchecked_return_type = "PendingToolEntry[]")]
     pub fn pending_tools(&self) -> JsValue {
-        to_js(&self.a.pending_tools())
+        // Each entry as the tail holds it, with the approver rules' progress on it.
+        let entries = self.a.pending_tools();
+        let out = to_js(&entries);
+        for (i, e) in entries.iter().enumerate() {
+            let p = self.a.approval_progress(&e.call_id);
+            let o = js_sys::Reflect::get_u32(&out, i as u32).unwrap_or_default();
+            let set = |k: &str, v: JsValue| {
+                let _ = js_sys::Reflect::set(&o, &k.into(), &v);
+            };
+            set("approvals", to_js(&p.approvals));
+            set("needed", p.needed.into());
+            set("blocked", p.blocked.map_or(JsValue::NULL, |b| b.into()));
+        }
+        out
     }
 
     /// External calls waiting for `submitToolResults`.

@@ -21,6 +21,16 @@ export interface Usage {
 export type ApprovalState = "pending" | "approved" | "rejected" | "expired";
 
 /** One tool call. The three approval keys are present only on gated entries. */
+/** A pending call, as `pendingTools()` gives it: the tail's entry, and how far it is on the
+ *  store handler's approver rules (README "Approver rules"): the approvals counted toward its
+ *  quorum, how many it needs (1 where no rule applies), and why the signed-in user may not
+ *  decide it (null: they may). */
+export type PendingToolEntry = ToolEntry & {
+  approvals: { by: string | null; at: number }[];
+  needed: number;
+  blocked: "not_an_approver" | "self_approval" | null;
+};
+
 export interface ToolEntry {
   callId: string;
   name: string;

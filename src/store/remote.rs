@@ -11,8 +11,8 @@
 use super::authority::DecideRequest;
 use super::page::Rows;
 use super::wire::{
-    CommitRequest, Committed, DecideAnswer, ErrorBody, LeaseOp, LeaseRequest, Leased, Loaded,
-    MAX_PAGE, RowsPage, ThreadList,
+    ApprovalProgress, CommitRequest, Committed, DecideAnswer, ErrorBody, LeaseOp, LeaseRequest,
+    Leased, Loaded, MAX_PAGE, RowsPage, ThreadList,
 };
 use super::{IndexedDbStore, MessageRow, Queued, Snapshot, StoreError, ThreadRecord, Writer};
 use crate::engine::Commit;
@@ -43,6 +43,9 @@ pub struct RemoteStore {
     /// This device's copy of what it read and wrote, in IndexedDB: the thread stays readable
     /// while the handler cannot be reached (`None` where there is no IndexedDB).
     copy: Option<IndexedDbStore>,
+    /// The approver rules' progress on each thread's pending calls, as the handler's last
+    /// answer for it gave it (`Loaded::approvals`).
+    progress: RefCell<Vec<(String, Vec<ApprovalProgress>)>>,
 }
 
 impl RemoteStore {
@@ -57,6 +60,22 @@ impl RemoteStore {
             next: Cell::new(0),
             tokens: Rc::default(),
             copy: None,
+            progress: RefCell::default(),
+        }
+    }
+
+    /// The approver rules' progress on the pending call `call_id` of `thread`, as last read.
+    pub fn progress(&self, thread: &str, call_id: &str) -> Option<ApprovalProgress> {
+        let p = self.progress.borrow();
+        let all = p.iter().find(|(t, _)| t == thread).map(|(_, v)| v)?;
+        all.iter().find(|c| c.call_id == call_id).cloned()
+    }
+
+    fn note_progress(&self, thread: &str, approvals: Option<Vec<ApprovalProgress>>) {
+        let mut p = self.progress.borrow_mut();
+        p.retain(|(t, _)| t != thread);
+        if let Some(v) = approvals {
+            p.push((thread.to_owned(), v));
         }
     }
 
@@ -192,6 +211,7 @@ impl RemoteStore {
                 None => return Err(e),
             },
         };
+        self.note_progress(thread, l.approvals);
         let record = l.record.unwrap_or_else(|| ThreadRecord::new(thread, now));
         let tail = match l.tail {
             None if record.message_count > 0 => {
@@ -330,6 +350,7 @@ impl RemoteStore {
                 other => break other?,
             }
         };
+        self.note_progress(thread, answer.approvals);
         let record = answer.record;
         let tail = match answer.tail {
             Some(json) => {

@@ -65,6 +65,9 @@ pub struct Committed {
 pub struct DecideAnswer {
     pub record: ThreadRecord,
     pub tail: Option<String>,
+    /// As [`Loaded::approvals`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<Vec<ApprovalProgress>>,
 }
 
 /// `POST B/threads/{id}/lease`: renew extends `owner`'s lease to the handler's clock plus
@@ -118,6 +121,40 @@ pub struct Leased {
 pub struct Loaded {
     pub record: Option<ThreadRecord>,
     pub tail: Option<String>,
+    /// The approver rules' progress on the tail's pending calls (see [`ApprovalProgress`]);
+    /// absent when no rule applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<Vec<ApprovalProgress>>,
+}
+
+/// How far a pending call is on the handler's approver rules (docs/design.md, "Approver
+/// rules"): the approvals counted so far, how many it needs, and why the signed-in user may not
+/// decide it (`"not_an_approver"`, `"self_approval"`). A call without rules needs one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalProgress {
+    pub call_id: String,
+    pub approvals: Vec<ApprovalMark>,
+    pub needed: u32,
+    pub blocked: Option<String>,
+}
+
+impl Default for ApprovalProgress {
+    fn default() -> Self {
+        ApprovalProgress {
+            call_id: String::new(),
+            approvals: Vec::new(),
+            needed: 1,
+            blocked: None,
+        }
+    }
+}
+
+/// One approval counted toward a quorum: who, and when (epoch ms).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalMark {
+    pub by: Option<String>,
+    pub at: u64,
 }
 
 /// The most rows the handler answers to one page request (`limit` above it is refused with

@@ -58,7 +58,9 @@ test('approve: streamed tool call in small deltas, suspend, tail JSON, execute o
     callId: 'call_del_1', name: 'delete_file', description: 'The delete_file tool', parameters: [],
     inputs: { path }, result: null, approval: 'pending', approvalReason: null, rejectReason: null,
   });
-  assert.deepEqual(r.pending, [tail.tools[0]]);
+  // pendingTools(): the tail's entry, and its approver-rule progress (none on a local thread:
+  // one approval needed, by anyone).
+  assert.deepEqual(r.pending, [{ ...tail.tools[0], approvals: [], needed: 1, blocked: null }]);
   assert.equal(r.status, 'awaiting_approval');
   assert.deepEqual(r.last, tail);
   assert.equal(r.callsBefore, 0, 'a gated tool must not run before the decision');

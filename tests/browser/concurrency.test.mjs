@@ -162,7 +162,8 @@ test('two tabs on one thread: the other tab sees the pending call, decides it; t
     const done = await agent.submitDecisions({ call_tab: 'approve' });
     return { pending, done, calls: gh.calls };
   }, args);
-  assert.deepEqual(r2.pending, first.message.tools);
+  // The other tab's pendingTools(): the tail's entries, with their (local: empty) approver progress.
+  assert.deepEqual(r2.pending, first.message.tools.map((e) => ({ ...e, approvals: [], needed: 1, blocked: null })));
   assert.equal(r2.done.status, 'completed');
   assert.equal(r2.calls.length, 1);
 

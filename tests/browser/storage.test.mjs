@@ -35,7 +35,7 @@ test('reload mid-approval: pendingTools() answers synchronously right after open
     return out;
   }, args);
   assert.equal(r.isArray, true, 'pendingTools() returns an array, not a promise');
-  assert.deepEqual(r.pending, before.message.tools);
+  assert.deepEqual(r.pending, before.message.tools.map((e) => ({ ...e, approvals: [], needed: 1, blocked: null })));
   assert.equal(r.status, 'awaiting_approval');
   assert.deepEqual(r.last, before.message);
   assert.equal(r.count, 2);

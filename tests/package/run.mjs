@@ -27,6 +27,9 @@ const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gateh
   // gatehouse-agent/server: its entry, its modules by job, and its wasm core.
   "server.js", "server.d.ts", "server/core.js", "server/core.d.ts", "server/core_bg.wasm", "server/cursor.js",
   "server/errors.js", "server/gatehouse-error.js", "server/feed.js", "server/http.js", "server/postgres.js", "server/threads.js", "server/wasm.js",
+  "server/receipts.js", "server/approvers.js",
+  // RFC 8785 canonical JSON for the receipts, vendored with its licence.
+  "server/vendor/canonicalize.js", "server/vendor/canonicalize.LICENSE",
   // gatehouse-agent/local, the in-page model, with the llama.cpp runtime it vendors.
   "local/index.js", "local/index.d.ts", "local/grammar.js", "local/model-file.js", "local/wllama/index.js",
   "local/wllama/wllama.wasm", "local/wllama/LICENCE",

@@ -46,7 +46,7 @@ test("eight handlers starting at once on a fresh database migrate it once", asyn
   assert.deepEqual(schema.rows, [{ id: 1, version: STORE_SCHEMA_VERSION }]);
   const tables = await p.query(`SELECT tablename FROM pg_tables
     WHERE tablename LIKE 'gatehouse%' ORDER BY tablename`);
-  assert.deepEqual(tables.rows.map((r) => r.tablename), ["gatehouse_audit", "gatehouse_change_counter",
+  assert.deepEqual(tables.rows.map((r) => r.tablename), ["gatehouse_approvals", "gatehouse_audit", "gatehouse_change_counter",
     "gatehouse_changes", "gatehouse_commits", "gatehouse_keys", "gatehouse_messages",
     "gatehouse_receipts", "gatehouse_schema", "gatehouse_threads"]);
   const counter = await p.query("SELECT * FROM gatehouse_change_counter");
