@@ -539,8 +539,8 @@ export function ApprovalCards({ chat, tools, labels, approvalRenderers, alwaysAl
     return () => c.el.remove();
   }, []);
   useLayoutEffect(() => {
-    kit?.update(chat?.lastMessage, { busy: !chat?.ready || !!chat?.busy });
-  }, [kit, chat?.lastMessage, chat?.ready, chat?.busy]);
+    kit?.update(chat?.lastMessage, { busy: !chat?.ready || !!chat?.busy, pending: chat?.pendingTools });
+  }, [kit, chat?.lastMessage, chat?.ready, chat?.busy, chat?.pendingTools]);
   useEffect(() => {
     if (kit && tools) kit.setTools(tools);
   }, [kit, tools]);

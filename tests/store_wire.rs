@@ -129,6 +129,14 @@ fn refusals_read_back_as_the_local_stores_errors() {
     assert!(matches!(down, StoreError::Unavailable(_)));
     let other = WireError::new("invalid_request", "bad".into()).into_store_error();
     assert!(matches!(other, StoreError::Other(m) if m.starts_with("invalid_request: ")));
+    // The approver rules' refusals are the user's, not the store's: `unauthorized`, saying which.
+    for code in ["not_an_approver", "self_approval"] {
+        let refused = WireError::new(code, "no".into()).into_store_error();
+        assert!(
+            matches!(&refused, StoreError::Unauthorized(m) if m == &format!("{code}: no")),
+            "{refused:?}"
+        );
+    }
 }
 
 #[test]

@@ -106,6 +106,24 @@ function ignoreEnter(button) {
  * approves the call. `tools` are the tool definitions given to `Agent.open` (their `label`,
  * `allowedDecisions` and `parameters` are used); `labels` maps more tool names to display names.
  */
+/**
+ * The line a card shows for a call under the handler's approver rules (README "Approver
+ * rules"): "1 of 2 approvals: bob", and why this user may not decide; empty for a call that
+ * needs one approval, by anyone.
+ * @param {{ approvals?: { by: string | null }[], needed?: number, blocked?: string | null } | undefined} p
+ */
+export function progressText(p) {
+  if (!p) return '';
+  const parts = [];
+  if ((p.needed ?? 1) > 1) {
+    const by = (p.approvals ?? []).map((a) => a.by ?? 'someone');
+    parts.push(`${by.length} of ${p.needed} approvals${by.length ? `: ${by.join(', ')}` : ''}.`);
+  }
+  if (p.blocked === 'self_approval') parts.push('You asked for this action, so someone else must approve it.');
+  if (p.blocked === 'not_an_approver') parts.push('You are not one of the people who may decide this action.');
+  return parts.join(' ');
+}
+
 export class ApprovalCards {
   constructor({ onDecide, onDecideAll, onAlwaysAllow, labels = {}, tools = [], renderers = {} }) {
     this.onDecide = onDecide;
@@ -202,9 +220,18 @@ export class ApprovalCards {
     if (this.visible) this.title.focus({ preventScroll: true });
   }
 
-  /** Renders the cards for the thread's last message; patches cards in place (keeps typed reasons). */
-  update(message, { busy = false } = {}) {
+  /**
+   * Renders the cards for the thread's last message; patches cards in place (keeps typed
+   * reasons). `pending`: the agent's `pendingTools()`, whose approver-rule progress each card
+   * shows ("1 of 2 approvals", who, and why this user may not decide).
+   * @param {any} message
+   * @param {{ busy?: boolean, pending?: any[] }} [options]
+   */
+  update(message, { busy = false, pending } = {}) {
     this.busy = busy;
+    if (pending !== undefined) {
+      this.progress = new Map((Array.isArray(pending) ? pending : []).map((e) => [e.callId, e]));
+    }
     const entries = approvalEntries(message);
     this.el.hidden = entries.length === 0;
     const ids = new Set(entries.map((e) => e.callId));
@@ -276,6 +303,7 @@ export class ApprovalCards {
     parts.args = h('dl', { class: 'gh-card-args' });
     parts.raw = h('details', { class: 'gh-card-raw' }, h('summary', {}, 'Raw JSON'), parts.inputs);
     parts.rejectReason = h('p', { class: 'gh-card-reject-reason' });
+    parts.progress = h('p', { class: 'gh-card-progress', hidden: true });
     parts.error = h('p', { class: 'gh-card-error', role: 'alert', hidden: true });
     parts.approve = h('button', { type: 'button', class: 'gh-btn gh-approve', dataset: { action: 'approve' } }, 'Approve');
     parts.deny = h('button', { type: 'button', class: 'gh-btn gh-deny', dataset: { action: 'deny' } }, 'Deny…');
@@ -356,6 +384,7 @@ export class ApprovalCards {
       parts.raw,
       parts.proposed,
       parts.rejectReason,
+      parts.progress,
       parts.error,
       parts.actions,
       parts.denyForm,
@@ -394,7 +423,13 @@ export class ApprovalCards {
     p.hints.textContent = mcp ? hintText(mcp) : '';
     p.hints.hidden = !mcp;
     const edited = state === 'approved' && entry.proposedInputs !== undefined;
-    p.badge.textContent = card.saving ? 'Saving…' : edited ? 'Approved, edited' : STATE_TEXT[state] ?? state;
+    // The handler's approver rules: how far the call is, and what this user may not do
+    // (the handler would refuse it with the same code).
+    const progress = state === 'pending' ? this.progress?.get(entry.callId) : undefined;
+    const outsider = progress?.blocked === 'not_an_approver';
+    const own = progress?.blocked === 'self_approval';
+    p.badge.textContent = card.saving ? 'Saving…' : edited ? 'Approved, edited'
+      : outsider || own ? 'Waiting for others' : STATE_TEXT[state] ?? state;
     p.badge.dataset.state = card.saving ? 'saving' : state;
     p.reason.textContent = entry.approvalReason || '';
     p.reason.hidden = !entry.approvalReason;
@@ -429,10 +464,14 @@ export class ApprovalCards {
     if (card.form === 'edit' && !allowed.has('edit')) this.#closeForm(card);
     // An expired request can no longer be decided (the SDK would refuse it with `expired`).
     const disabled = this.busy || card.saving || state === 'expired';
-    p.approve.disabled = disabled || state === 'approved';
-    p.deny.disabled = disabled;
-    p.edit.disabled = disabled;
-    p.always.disabled = disabled;
+    const text = progressText(progress);
+    p.progress.textContent = text;
+    p.progress.hidden = !text;
+    p.progress.dataset.blocked = progress?.blocked ?? '';
+    p.approve.disabled = disabled || state === 'approved' || outsider || own;
+    p.deny.disabled = disabled || outsider;
+    p.edit.disabled = disabled || outsider || own;
+    p.always.disabled = disabled || outsider || own;
     p.confirmDeny.disabled = disabled;
     p.reasonInput.disabled = disabled;
     p.confirmEdit.disabled = disabled;

@@ -444,11 +444,20 @@ export class ChatView {
 
   // ---------------------------------------------------------------- rendering
 
+  /** The agent's pending calls, with their approver-rule progress (the cards show it). */
+  #pending() {
+    try {
+      return this.agent && !this.loading ? this.agent.pendingTools() : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   render() {
     this.log.render(this.messages, {
       hiddenCount: this.hiddenCount, busy: this.busy, empty: () => this.#emptyState(),
     });
-    this.cards.update(this.tail, { busy: this.busy || this.loading });
+    this.cards.update(this.tail, { busy: this.busy || this.loading, pending: this.#pending() });
     this.updateControls();
   }
 
@@ -474,7 +483,7 @@ export class ChatView {
       queued: status === 'queued',
       failed: !this.agent && !!this.error,
     });
-    this.cards.update(this.tail, { busy: this.busy || this.loading });
+    this.cards.update(this.tail, { busy: this.busy || this.loading, pending: this.#pending() });
   }
 
   /** The focused element of the document or shadow root the view is in. */

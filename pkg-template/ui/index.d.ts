@@ -1,6 +1,6 @@
 // gatehouse-agent/ui: the approval cards, the composer, the chat view and the <gatehouse-chat>
 // element (gatehouse-agent/ui/element). Importing it defines nothing.
-import type { Agent, DecisionKind, Message, Tool, ToolEntry } from "../gatehouse.js";
+import type { Agent, DecisionKind, Message, PendingToolEntry, Tool, ToolEntry } from "../gatehouse.js";
 
 /** True when `message` is a tool-call message with at least one entry waiting for a decision. */
 export declare function isSuspended(message: Message | null | undefined): boolean;
@@ -8,6 +8,8 @@ export declare function isSuspended(message: Message | null | undefined): boolea
 export declare function approvalEntries(message: Message | null | undefined): ToolEntry[];
 /** Tool inputs as pretty JSON. */
 export declare function prettyInputs(inputs: unknown): string;
+/** A card's approver-rule line: "1 of 2 approvals: bob", and why this user may not decide. */
+export declare function progressText(pending: Pick<PendingToolEntry, "approvals" | "needed" | "blocked"> | undefined): string;
 /** The text of a message's content blocks. */
 export declare function messageText(message: Message | null | undefined): string;
 /** `h("div", { class: "x", text: "hi", onclick }, ...children)`: builds an element; never parses HTML. */
@@ -63,7 +65,8 @@ export declare class ApprovalCards {
   /** The decisions a card for this entry offers (its tool's `allowedDecisions`, default all). */
   decisionsFor(entry: ToolEntry): Set<DecisionKind>;
   /** Renders the cards for the last message, patching them in place; `busy` disables them. */
-  update(message: Message | null | undefined, options?: { busy?: boolean }): void;
+  /** `pending`: the agent's `pendingTools()`: each card shows its approver-rule progress. */
+  update(message: Message | null | undefined, options?: { busy?: boolean; pending?: PendingToolEntry[] }): void;
   /** Moves focus to the section heading (never to a button). */
   focus(): void;
   /** Shows errors of decisions made elsewhere (e.g. through the React hook) on their cards,

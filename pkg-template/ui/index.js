@@ -5,7 +5,7 @@
 // <gatehouse-chat> element (which loads the stylesheet into its shadow root) is in
 // gatehouse-agent/ui/element, a module of its own.
 
-export { ApprovalCards, approvalEntries, isSuspended, prettyInputs, h } from './cards.js';
+export { ApprovalCards, approvalEntries, isSuspended, prettyInputs, progressText, h } from './cards.js';
 export { ChatView } from './chat-view.js';
 export { Composer } from './composer.js';
 export { messageText } from './message-list.js';

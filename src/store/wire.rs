@@ -276,6 +276,11 @@ impl WireError {
             }
             ("busy", _, _, Some(owner)) => StoreError::Owned { owner },
             ("unauthorized", ..) => StoreError::Unauthorized(self.message),
+            // The handler's approver rules refused this user's decision (docs/design.md,
+            // "Approver rules"): not theirs to make, as `unauthorized` is, and said which.
+            ("not_an_approver" | "self_approval", ..) => {
+                StoreError::Unauthorized(format!("{}: {}", self.code, self.message))
+            }
             ("storage", ..) if self.newer.is_some() => StoreError::Newer(self.newer.unwrap_or(0)),
             ("storage", ..) if self.corrupt => StoreError::Corrupt(self.message),
             // The handler's database failed (down, restarting, full): the write may or may not

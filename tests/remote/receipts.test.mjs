@@ -1,7 +1,9 @@
 // `ctx.approval` (README "Approvals your backend can verify"): the device that runs an approved
 // call gets the store handler's signed receipt, although another device (another user) made
 // the decision, and the receipt verifies in a backend for exactly the inputs that ran. On a
-// local thread the decision is described, unsigned, and says so.
+// local thread the decision is described, unsigned, and says so. Approver rules as devices
+// see them: pendingTools() and the UI kit's card say "1 of 2 approvals", who, and why this
+// user may not approve.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +17,10 @@ const signingKey = await crypto.subtle.exportKey('jwk', pair.privateKey);
 
 const h = await setup();
 let remote;
-before(async () => { remote = await startRemote({ signingKey }); });
+before(async () => {
+  remote = await startRemote({ signingKey,
+    approvers: { payroll: { may: (identity) => identity !== 'intern', quorum: 2 } } });
+});
 after(async () => { await remote?.stop(); await h.close(); });
 
 const T = { timeout: 90_000 };
@@ -28,12 +33,14 @@ const openDevice = async ({ url, user, threadId, model, withTool }) => {
   window.approvals = [];
   const transfer = { ...gh.tool('wire_transfer', { requireApproval: true, parameters: ANY }),
     execute: (inputs, ctx) => { window.approvals.push({ inputs, approval: ctx.approval ?? null }); return 'sent'; } };
+  const payroll = { ...gh.tool('payroll', { requireApproval: true, parameters: ANY }),
+    execute: (inputs, ctx) => { window.approvals.push({ inputs, approval: ctx.approval ?? null }); return 'paid'; } };
   window.lastModel = model;
   window.agent = await gh.Agent.open({
     threadId,
     storage: url ? { kind: 'remote', url, headers: { authorization: `Bearer ${user}` } } : { kind: 'memory' },
     ...(model ? { model } : {}),
-    tools: withTool ? [transfer] : [],
+    tools: withTool ? [transfer, payroll] : [],
   });
   return window.agent.status();
 };
@@ -93,4 +100,54 @@ test('on a local thread ctx.approval describes the decision, unsigned; a call th
   assert.deepEqual([a.signed, a.receipt, a.callId, a.tool, a.decision, a.decidedBy],
     [false, null, 'c1', 'wire_transfer', 'approve', 'reviewer-7']);
   assert.equal(typeof a.at, 'number');
+});
+
+test('approver rules as devices see them: 1 of 2 on every device, the requester and an outsider may not approve, the second approver runs it', T, async (t) => {
+  const threadId = uid('t');
+  const sc = await h.scenario([{ toolCalls: [{ id: 'pay_1', name: 'payroll', arguments: { month: 12 } }] }, { text: 'Paid.' }]);
+  const pages = {};
+  for (const [user, extra] of [['clerk', { model: sc.openai(), withTool: true }], ['manager', {}], ['cfo', {}], ['intern', {}]]) {
+    ({ page: pages[user] } = await h.open(t));
+    await run(pages[user], openDevice, { url: remote.url, user, threadId, ...extra });
+  }
+  assert.equal(await run(pages.clerk, async () => (await window.agent.chat('pay december')).status), 'awaiting_approval');
+  // The manager approves: one of two, nothing runs.
+  const first = await run(pages.manager, async () => {
+    await window.gh.until(() => window.agent.pendingTools().length === 1, 5_000);
+    return (await window.agent.submitDecisions({ pay_1: 'approve' })).status;
+  });
+  assert.equal(first, 'awaiting_approval');
+  /** In a page: the pending call's progress once it shows `n` approvals, and the kit's card for it. */
+  const view = (n) => async (n) => {
+    await window.gh.until(() => window.agent.pendingTools()[0]?.approvals.length === n, 10_000);
+    const [e] = window.agent.pendingTools();
+    const { ApprovalCards } = await import('/pkg/ui/cards.js');
+    const cards = new ApprovalCards({ onDecide: () => {} });
+    cards.update(window.agent.lastMessage(), { pending: window.agent.pendingTools() });
+    const card = cards.el.querySelector('.gh-card');
+    const button = (a) => card.querySelector(`[data-action="${a}"]`).disabled;
+    return { approvals: e.approvals.map((a) => a.by), needed: e.needed, blocked: e.blocked,
+      line: card.querySelector('.gh-card-progress').textContent,
+      disabled: { approve: button('approve'), deny: button('deny'), edit: button('edit') } };
+  };
+  const clerk = await run(pages.clerk, view(1), 1, 15_000);
+  assert.deepEqual(clerk, { approvals: ['manager'], needed: 2, blocked: 'self_approval',
+    line: '1 of 2 approvals: manager. You asked for this action, so someone else must approve it.',
+    disabled: { approve: true, deny: false, edit: true } });
+  const intern = await run(pages.intern, view(1), 1, 15_000);
+  assert.deepEqual([intern.blocked, intern.disabled], ['not_an_approver', { approve: true, deny: true, edit: true }]);
+  assert.match(intern.line, /^1 of 2 approvals: manager\. You are not one of the people who may decide this action\.$/);
+  const cfo = await run(pages.cfo, view(1), 1, 15_000);
+  assert.deepEqual([cfo.blocked, cfo.line, cfo.disabled.approve], [null, '1 of 2 approvals: manager.', false]);
+  // The requester's own approval is refused by the handler as the card said.
+  const refused = await run(pages.clerk, async () => (await window.gh.error(() => window.agent.submitDecisions({ pay_1: 'approve' }))));
+  assert.equal(refused.code, 'unauthorized', JSON.stringify(refused));
+  // The CFO's approval is the second: the clerk's device runs the call once, with both in the receipt.
+  await run(pages.cfo, () => window.agent.submitDecisions({ pay_1: 'approve' }));
+  const ran = await run(pages.clerk, async () => {
+    await window.gh.until(() => window.approvals.length > 0 && window.agent.status() === 'idle', 15_000);
+    return window.approvals;
+  }, null, 20_000);
+  assert.equal(ran.length, 1);
+  assert.deepEqual(ran[0].approval.receipt.approvals.map((a) => a.by), ['manager', 'cfo']);
 });
