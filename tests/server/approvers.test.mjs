@@ -165,3 +165,18 @@ test("a read says how far each pending call is, and why this reader may not deci
   const changes = await s.pool.query("SELECT version FROM gatehouse_changes WHERE thread = $1 ORDER BY seq", [id]);
   assert.ok(changes.rows.some((r) => r.version === null), JSON.stringify(changes.rows));
 });
+
+test("expiry still applies: an approval after the call's deadline is refused with expired and not counted", async () => {
+  const id = "alice:expiry";
+  const call = structuredClone(gate);
+  const deadline = 1_800_000_000_000;
+  call.commit.run.deadlines = [{ callId: "c1", at: deadline }];
+  await applyAll(client(s, "alice"), id, [ask, call]);
+  s.grants.set(id, ["bob/decide", "carol/decide"]);
+  assert.equal((await decide("bob", id, { c1: "approve" }, "b1", deadline - 10)).status, 200);
+  const late = await decide("carol", id, { c1: "approve" }, "c1", deadline + 1);
+  assert.equal(late.body?.error?.code, "expired", late.text);
+  assert.equal((await tail(id)).tools[0].approval, "pending", "not applied by the late approval");
+  const counted = await s.pool.query("SELECT approver FROM gatehouse_approvals WHERE thread = $1", [id]);
+  assert.deepEqual(counted.rows.map((r) => r.approver), ["bob"]);
+});
