@@ -5,8 +5,9 @@
 // (`selfApproval`, false by default where a quorum is set). A decision from someone who may
 // not decide is refused (403) and changes nothing. Below the quorum an approval is kept in
 // `gatehouse_approvals` and the thread is not written; the approval that reaches it applies
-// the decision with the engine, as one approver's would. An edit restarts the count (it is the
-// first approval of the inputs it sets); one allowed rejection rejects.
+// the decision with the engine, as one approver's would. The count is of one set of inputs:
+// an approval is of the inputs the call shows, an edit of the inputs it sets, and one of
+// other inputs restarts the count (so an edit does); one allowed rejection rejects.
 
 import { Refusal, invalidConfig } from "./errors.js";
 import { inputsDigest } from "./receipts.js";
@@ -146,21 +147,16 @@ export async function count(ctx, c, id, body, tailText, who, at) {
       approvals.set(callId, [{ by: who, at }]);
       continue;
     }
-    // The inputs this approval is for: an edit's own, else those of the latest edit still
-    // counting (the count's first row), else the call's.
+    // The inputs this approval is for: an edit's own, an approval's those the call shows
+    // (what the approver saw: an edit below the quorum is not applied to the thread). The
+    // count is of one set of inputs; an approval of other inputs restarts it.
+    const inputs = decision === "edit" ? d[1] : call.inputs;
     const rows = (await c.query(`SELECT approver AS by, at, inputs FROM gatehouse_approvals
       WHERE thread = $1 AND call_id = $2 ORDER BY at, approver`, [id, callId])).rows;
-    let inputs = rows[0] ? JSON.parse(rows[0].inputs) : call.inputs;
     let counted = rows;
-    if (decision === "edit") {
-      inputs = d[1];
-      const digest = await inputsDigest(inputs);
-      const same = rows[0] && (await inputsDigest(JSON.parse(rows[0].inputs))) === digest;
-      if (!same) {
-        // An edit restarts the count.
-        await c.query("DELETE FROM gatehouse_approvals WHERE thread = $1 AND call_id = $2", [id, callId]);
-        counted = [];
-      }
+    if (rows[0] && (await inputsDigest(JSON.parse(rows[0].inputs))) !== (await inputsDigest(inputs))) {
+      await c.query("DELETE FROM gatehouse_approvals WHERE thread = $1 AND call_id = $2", [id, callId]);
+      counted = [];
     }
     if (!counted.some((r) => r.by === who)) {
       await c.query(`INSERT INTO gatehouse_approvals (thread, call_id, approver, at, inputs)

@@ -104,18 +104,31 @@ test("a quorum of two: the first approval is counted and writes nothing, the sam
   assert.deepEqual([audit[0].decision, audit[0].decidedBy], ["approved", "carol"]);
 });
 
-test("an edit restarts the count, and the quorum applies the edited inputs", async () => {
+test("an edit restarts the count; the quorum applies inputs only when that many approved exactly them", async () => {
   const id = await gated("alice:edit");
   assert.equal((await decide("bob", id, { c1: "approve" })).status, 200);
   const edit = await decide("carol", id, { c1: ["edit", { path: "/tmp/b.txt" }] });
   assert.equal(edit.status, 200, edit.text);
   assert.equal((await tail(id)).tools[0].approval, "pending", "bob approved other inputs: carol's edit is one of two");
-  assert.equal((await decide("dave", id, { c1: "approve" })).status, 200);
+  // The same edit from a second approver reaches the quorum: the edited inputs run.
+  assert.equal((await decide("dave", id, { c1: ["edit", { path: "/tmp/b.txt" }] })).status, 200);
   const t = await tail(id);
   assert.deepEqual([t.tools[0].approval, t.tools[0].inputs], ["approved", { path: "/tmp/b.txt" }]);
   const receipt = (await client(s, "bob").call("GET", `/threads/${encodeURIComponent(id)}/receipts/c1`)).body;
   assert.deepEqual([receipt.decision, receipt.approvals.map((a) => a.by)], ["edit", ["carol", "dave"]]);
   await verifyApproval(receipt, { path: "/tmp/b.txt" }, pair.publicKey);
+
+  // An approval after an unapplied edit is of the inputs the approver saw (the call's): it
+  // restarts the count for those, and the edit's approval no longer counts.
+  const other = await gated("alice:edit-then-approve");
+  await decide("bob", other, { c1: ["edit", { path: "/tmp/b.txt" }] });
+  assert.equal((await decide("carol", other, { c1: "approve" })).status, 200);
+  assert.equal((await tail(other)).tools[0].approval, "pending");
+  assert.equal((await decide("dave", other, { c1: "approve" })).status, 200);
+  const t2 = await tail(other);
+  assert.deepEqual([t2.tools[0].approval, t2.tools[0].inputs], ["approved", { path: "/tmp/a.txt" }]);
+  const r2 = (await client(s, "bob").call("GET", `/threads/${encodeURIComponent(other)}/receipts/c1`)).body;
+  assert.deepEqual([r2.decision, r2.approvals.map((a) => a.by)], ["approve", ["carol", "dave"]]);
 });
 
 test("one allowed rejection rejects, whatever was counted", async () => {
