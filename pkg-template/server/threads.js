@@ -306,9 +306,9 @@ export async function decide(ctx, request, id) {
       return { value: `{"record":${rec.record},"tail":${JSON.stringify(tail)}}`, write: false };
     }
     const { tail, after } = await tailOf(c, id, rec);
-    const now = toolsOf(tail);
-    if (decisions.some((d) => d.tool !== (now.get(d.callId) ?? null)) ||
-        (ruled && !sameCalls(callsOf(tail), calls))) {
+    const now = callsOf(tail);
+    if (decisions.some((d) => d.tool !== (now.get(d.callId)?.name ?? null)) ||
+        (ruled && !sameCalls(now, calls))) {
       throw new Refusal(409, "conflict", "the thread changed while the decision was authorized; " +
         "nothing was written, decide again");
     }
@@ -383,17 +383,6 @@ async function withProgress(ctx, id, text, who) {
   const tail = JSON.parse(text).tail ?? null;
   const progress = await progressOf(ctx, ctx.pool, id, tail, who);
   return progress ? `${text.slice(0, -1)},"approvals":${JSON.stringify(progress)}}` : text;
-}
-
-function toolsOf(tailText) {
-  const out = new Map();
-  if (!tailText) return out;
-  try {
-    for (const e of JSON.parse(tailText).tools ?? []) out.set(e.callId, e.name);
-  } catch {
-    // an unreadable tail names no tools; the core refuses the decisions
-  }
-  return out;
 }
 
 export async function lease(ctx, request, id) {
