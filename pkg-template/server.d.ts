@@ -109,7 +109,8 @@ export interface ApproverRule {
 
 /**
  * What the handler signed when a call was approved or edited: `GET
- * {basePath}/threads/{id}/receipts/{callId}` returns it to whoever may read the thread.
+ * {basePath}/threads/{id}/receipts/{callId}` returns the tail call's to whoever may write the
+ * thread (the device that runs it), not to a user who may only read or decide.
  */
 export interface ApprovalReceipt {
   v: 1;

@@ -10,7 +10,7 @@
 // other inputs restarts the count (so an edit does); one allowed rejection rejects.
 
 import { Refusal, invalidConfig } from "./errors.js";
-import { inputsDigest } from "./receipts.js";
+import { inputsDigest, messageOf } from "./receipts.js";
 
 /**
  * @typedef {{ threadId: string, callId: string, tool: string, inputs: unknown,
@@ -100,8 +100,15 @@ export async function judge(ctx, id, decisions, calls, requester, who) {
     const call = calls.get(callId);
     const rule = call && ctx.approvers.get(call.name);
     if (!call || !rule) continue;
-    if (rule.may && !(await rule.may(/** @type {string} */ (who), { threadId: id, callId,
-      tool: call.name, inputs: call.inputs, decision, requester }))) {
+    let allowed = true;
+    try {
+      allowed = !rule.may || await rule.may(/** @type {string} */ (who), { threadId: id, callId,
+        tool: call.name, inputs: call.inputs, decision, requester });
+    } catch {
+      throw new Refusal(500, "approver_rule_failed",
+        "the approver rule failed; nothing was written (the app's error stays on the server)");
+    }
+    if (!allowed) {
       throw new Refusal(403, "not_an_approver", `not allowed to decide calls of "${call.name}"`, { callId });
     }
     if (!rule.selfApproval && decision !== "reject" && who !== null && who === requester) {
@@ -133,6 +140,9 @@ export async function count(ctx, c, id, body, tailText, who, at) {
   const decisions = request.decisions && typeof request.decisions === "object" ? request.decisions : {};
   const ruled = Object.keys(decisions).filter((callId) => ctx.approvers.has(calls.get(callId)?.name ?? ""));
   if (ruled.length === 0) return { body, approvals, engine: true, held: [] };
+  // Approvals count for the calls of this message only: a call id a provider uses again in a
+  // later message starts with none.
+  const message = messageOf(/** @type {string} */ (tailText));
   const held = [];
   for (const callId of ruled) {
     const call = /** @type {{ name: string, inputs: unknown }} */ (calls.get(callId));
@@ -152,15 +162,16 @@ export async function count(ctx, c, id, body, tailText, who, at) {
     // count is of one set of inputs; an approval of other inputs restarts it.
     const inputs = decision === "edit" ? d[1] : call.inputs;
     const rows = (await c.query(`SELECT approver AS by, at, inputs FROM gatehouse_approvals
-      WHERE thread = $1 AND call_id = $2 ORDER BY at, approver`, [id, callId])).rows;
+      WHERE thread = $1 AND call_id = $2 AND message = $3 ORDER BY at, approver`,
+    [id, callId, message])).rows;
     let counted = rows;
     if (rows[0] && (await inputsDigest(JSON.parse(rows[0].inputs))) !== (await inputsDigest(inputs))) {
       await c.query("DELETE FROM gatehouse_approvals WHERE thread = $1 AND call_id = $2", [id, callId]);
       counted = [];
     }
     if (!counted.some((r) => r.by === who)) {
-      await c.query(`INSERT INTO gatehouse_approvals (thread, call_id, approver, at, inputs)
-        VALUES ($1, $2, $3, $4, $5)`, [id, callId, who, at, JSON.stringify(inputs)]);
+      await c.query(`INSERT INTO gatehouse_approvals (thread, call_id, message, approver, at, inputs)
+        VALUES ($1, $2, $3, $4, $5, $6)`, [id, callId, message, who, at, JSON.stringify(inputs)]);
       counted = [...counted, { by: who, at }];
     }
     approvals.set(callId, counted.map((r) => ({ by: r.by, at: Number(r.at) })));
@@ -199,8 +210,8 @@ export async function progressOf(ctx, c, id, tailText, who) {
   const ruled = tools.filter((/** @type {any} */ e) => e.approval === "pending" && ctx.approvers.has(e.name));
   if (ruled.length === 0) return null;
   const q = await c.query(`SELECT t.requester, a.call_id, a.approver AS by, a.at
-    FROM gatehouse_threads t LEFT JOIN gatehouse_approvals a ON a.thread = t.id
-    WHERE t.id = $1 ORDER BY a.at, a.approver`, [id]);
+    FROM gatehouse_threads t LEFT JOIN gatehouse_approvals a ON a.thread = t.id AND a.message = $2
+    WHERE t.id = $1 ORDER BY a.at, a.approver`, [id, messageOf(tailText)]);
   const requester = q.rows[0]?.requester ?? null;
   /** @type {{ callId: string, approvals: { by: string | null, at: number }[], needed: number, blocked: string | null }[]} */
   const out = [];

@@ -14,8 +14,13 @@ export function cursorKey(text) {
   return crypto.subtle.importKey("raw", bytes, "AES-GCM", false, ["encrypt", "decrypt"]);
 }
 
-const base64url = (bytes) => btoa(String.fromCharCode(...bytes))
+/** @param {Uint8Array} bytes */
+export const base64url = (bytes) => btoa(String.fromCharCode(...bytes))
   .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+
+/** The bytes of base64url `text`; throws on text that is not base64. @param {string} text */
+export const fromBase64url = (text) =>
+  Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
 
 /** A cursor for position `seq`. */
 export async function sealCursor(key, seq) {
@@ -37,7 +42,7 @@ export async function openCursor(key, text) {
   }
   let bytes;
   try {
-    bytes = Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+    bytes = fromBase64url(text);
   } catch {
     throw refuse();
   }

@@ -64,15 +64,15 @@ const MIGRATIONS = [
   // thread is deleted: a backend may still be asked to spend one.
   [
     `CREATE TABLE gatehouse_receipts (id text PRIMARY KEY, thread text COLLATE "C" NOT NULL,
-       call_id text NOT NULL, receipt text NOT NULL,
+       call_id text NOT NULL, message text NOT NULL, receipt text NOT NULL,
        created_at timestamptz NOT NULL DEFAULT now(), used_at timestamptz)`,
     `CREATE INDEX gatehouse_receipts_call ON gatehouse_receipts (thread, call_id)`,
     // Approver rules (docs/design.md, "Approver rules"): who wrote the latest user message
     // (the requester), and the approvals of calls below their quorum.
     `ALTER TABLE gatehouse_threads ADD COLUMN requester text`,
     `CREATE TABLE gatehouse_approvals (thread text COLLATE "C" NOT NULL, call_id text NOT NULL,
-       approver text NOT NULL, at bigint NOT NULL, inputs text NOT NULL,
-       PRIMARY KEY (thread, call_id, approver))`,
+       message text NOT NULL, approver text NOT NULL, at bigint NOT NULL, inputs text NOT NULL,
+       PRIMARY KEY (thread, call_id, message, approver))`,
   ],
 ];
 

@@ -12,6 +12,7 @@
 // Vendored into pkg/server/vendor/ by the build (scripts/build-server-core.sh): the handler's
 // modules import nothing by a bare name, so Deno can import them over HTTP.
 import canonicalize from "./vendor/canonicalize.js";
+import { base64url, fromBase64url, hex } from "./cursor.js";
 import { GatehouseError } from "./gatehouse-error.js";
 
 /** The receipt format this release writes and reads. */
@@ -90,19 +91,6 @@ function isCryptoKey(v) {
   return typeof CryptoKey !== "undefined" && v instanceof CryptoKey;
 }
 
-/** @param {Uint8Array} bytes */
-const hexOf = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-
-/** @param {Uint8Array} bytes */
-const base64url = (bytes) =>
-  btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-
-/** @param {string} text */
-function fromBase64url(text) {
-  const b = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-  return Uint8Array.from(b, (c) => c.charCodeAt(0));
-}
-
 /** @param {unknown} e */
 function message(e) {
   return e instanceof Error ? e.message : String(e);
@@ -116,7 +104,7 @@ export async function inputsDigest(inputs) {
   const text = canonicalize(inputs);
   if (typeof text !== "string") throw refused("receipt_inputs", "the inputs are not JSON");
   const hash = await crypto.subtle.digest("SHA-256", encoder.encode(text));
-  return hexOf(new Uint8Array(hash));
+  return hex(new Uint8Array(hash));
 }
 
 /**
@@ -137,7 +125,7 @@ export async function inputsDigest(inputs) {
 export async function signReceipt(key, call) {
   const body = {
     v: VERSION,
-    id: `rcpt_${hexOf(crypto.getRandomValues(new Uint8Array(16)))}`,
+    id: `rcpt_${hex(crypto.getRandomValues(new Uint8Array(16)))}`,
     thread: call.thread,
     callId: call.callId,
     tool: call.tool,
@@ -223,19 +211,21 @@ export async function consumeApproval(pool, receiptId) {
 /**
  * Signs and stores the receipts of the calls `decisions` approved or edited, in the decide's
  * transaction `c`: a receipt exists exactly when its decision was written. `tailText` is the
- * thread's tail as the decision left it (the inputs that will run).
+ * thread's tail as the decision's answer holds it (the inputs that will run).
  * @param {{ signingKey: CryptoKey | null, receiptTtlMs: number }} ctx
  * @param {{ query: (text: string, values?: unknown[]) => Promise<unknown> }} c
  * @param {string} thread
  * @param {{ callId: string, decision: string }[]} decisions
- * @param {string | null} tailText
+ * @param {string} answer the decision's answer (`{"record","tail"}` text)
  * @param {string | null} who
  * @param {number} at
  * @param {Map<string, { by: string | null, at: number }[]>} approvals the approvals counted
  *   toward each call's quorum (approver rules); a call without is this decision alone
  */
-export async function issueReceipts(ctx, c, thread, decisions, tailText, who, at, approvals) {
-  if (!ctx.signingKey || !tailText) return;
+export async function issueReceipts(ctx, c, thread, decisions, answer, who, at, approvals) {
+  if (!ctx.signingKey) return;
+  const tailText = JSON.parse(answer).tail;
+  if (!tailText) return;
   const tools = JSON.parse(tailText).tools ?? [];
   for (const d of decisions) {
     if (d.decision !== "approve" && d.decision !== "edit") continue;
@@ -246,7 +236,20 @@ export async function issueReceipts(ctx, c, thread, decisions, tailText, who, at
       decision: d.decision, decidedBy: who, at, expiresAt: at + ctx.receiptTtlMs,
       approvals: approvals.get(d.callId) ?? [{ by: who, at }],
     });
-    await c.query(`INSERT INTO gatehouse_receipts (id, thread, call_id, receipt)
-      VALUES ($1, $2, $3, $4)`, [receipt.id, thread, d.callId, JSON.stringify(receipt)]);
+    await c.query(`INSERT INTO gatehouse_receipts (id, thread, call_id, message, receipt)
+      VALUES ($1, $2, $3, $4, $5)`, [receipt.id, thread, d.callId, messageOf(tailText), JSON.stringify(receipt)]);
+  }
+}
+
+/**
+ * The `__id` of a message's JSON text: what ties a receipt, or an approval counted, to its call
+ * (a provider may use a call id again in a later message).
+ * @param {string} text
+ */
+export function messageOf(text) {
+  try {
+    return String(JSON.parse(text).__id ?? "");
+  } catch {
+    return "";
   }
 }

@@ -341,9 +341,9 @@ export async function decide(ctx, request, id) {
     await writePlan(c, id, plan, plan.leased ? token : null, leaseWho);
     await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
       VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, who, digest, plan.version]);
-    const applied = answerOf(core.decideIntent(counted.body)).decisions;
-    await issueReceipts(ctx, c, id, applied, JSON.parse(plan.answer).tail, who, at,
-      counted.approvals);
+    const applied = counted.body === body ? intent.decisions
+      : answerOf(core.decideIntent(counted.body)).decisions;
+    await issueReceipts(ctx, c, id, applied, plan.answer, who, at, counted.approvals);
     await announce(ctx, c, id, plan.version);
     return { value: plan.answer, write: true };
   });
@@ -352,14 +352,18 @@ export async function decide(ctx, request, id) {
 }
 
 /**
- * `GET B/threads/{id}/receipts/{callId}`: the latest signed receipt of the call (docs/design.md,
- * "Receipts"), for whoever may read the thread: the device that runs the call forwards it to
- * the backend that performs the action.
+ * `GET B/threads/{id}/receipts/{callId}`: the signed receipt of the tail's call (docs/design.md,
+ * "Receipts"), for whoever may write the thread: the device that runs the call forwards it to
+ * the backend that performs the action. A receipt spends an approval, so a user who may only
+ * read or decide does not get it.
  */
 export async function receipt(ctx, request, id, callId) {
-  await identityOf(ctx, request, id, "read");
-  const r = await ctx.pool.query(`SELECT receipt FROM gatehouse_receipts
-    WHERE thread = $1 AND call_id = $2 ORDER BY created_at DESC, id LIMIT 1`, [id, callId]);
+  await identityOf(ctx, request, id, "write");
+  const r = await ctx.pool.query(`SELECT r.receipt FROM gatehouse_receipts r
+    JOIN gatehouse_threads t ON t.id = r.thread
+    JOIN gatehouse_messages m ON m.thread = t.id AND m.seq = (t.record::json->>'messageCount')::bigint
+    WHERE r.thread = $1 AND r.call_id = $2 AND r.message = m.json::json->>'__id'
+    ORDER BY r.created_at DESC, r.id LIMIT 1`, [id, callId]);
   if (!r.rows[0]) throw new Refusal(404, "no_receipt", "this call has no receipt");
   return r.rows[0].receipt;
 }
@@ -414,7 +418,8 @@ export async function remove(ctx, request, id) {
   await identityOf(ctx, request, id, "delete");
   return writing(ctx, async (c) => {
     const r = await c.query("DELETE FROM gatehouse_threads WHERE id = $1 RETURNING record", [id]);
-    for (const table of ["gatehouse_messages", "gatehouse_audit", "gatehouse_commits"]) {
+    for (const table of ["gatehouse_messages", "gatehouse_audit", "gatehouse_commits",
+      "gatehouse_approvals"]) {
       await c.query(`DELETE FROM ${table} WHERE thread = $1`, [id]);
     }
     const existed = r.rows.some((row) => row.record !== null);

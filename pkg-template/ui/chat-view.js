@@ -444,10 +444,11 @@ export class ChatView {
 
   // ---------------------------------------------------------------- rendering
 
-  /** The agent's pending calls, with their approver-rule progress (the cards show it). */
+  /** The agent's pending calls, with their approver-rule progress (the cards show it); asked
+   *  only while the tail waits for decisions, not on every render of a streamed answer. */
   #pending() {
     try {
-      return this.agent && !this.loading ? this.agent.pendingTools() : undefined;
+      return this.agent && !this.loading && isSuspended(this.tail) ? this.agent.pendingTools() : undefined;
     } catch {
       return undefined;
     }

@@ -23,6 +23,7 @@ before(async () => {
       delete_file: {
         may: (identity, call) => {
           asked.push({ identity, call });
+          if (identity === "dave" && call.threadId === "alice:may-throws") throw new Error("directory down");
           return identity !== "mallory";
         },
         quorum: 2,
@@ -96,7 +97,7 @@ test("a quorum of two: the first approval is counted and writes nothing, the sam
   const second = await decide("carol", id, { c1: "approve" }, "c1", t0 + 2);
   assert.equal(second.status, 200, second.text);
   assert.equal((await tail(id)).tools[0].approval, "approved");
-  const receipt = (await client(s, "bob").call("GET", `/threads/${encodeURIComponent(id)}/receipts/c1`)).body;
+  const receipt = (await client(s, "alice").call("GET", `/threads/${encodeURIComponent(id)}/receipts/c1`)).body;
   assert.deepEqual(receipt.approvals, [{ by: "bob", at: t0 }, { by: "carol", at: t0 + 2 }]);
   assert.equal(receipt.decidedBy, "carol");
   await verifyApproval(receipt, { path: "/tmp/a.txt" }, pair.publicKey, { now: t0 + 3 });
@@ -114,7 +115,7 @@ test("an edit restarts the count; the quorum applies inputs only when that many 
   assert.equal((await decide("dave", id, { c1: ["edit", { path: "/tmp/b.txt" }] })).status, 200);
   const t = await tail(id);
   assert.deepEqual([t.tools[0].approval, t.tools[0].inputs], ["approved", { path: "/tmp/b.txt" }]);
-  const receipt = (await client(s, "bob").call("GET", `/threads/${encodeURIComponent(id)}/receipts/c1`)).body;
+  const receipt = (await client(s, "alice").call("GET", `/threads/${encodeURIComponent(id)}/receipts/c1`)).body;
   assert.deepEqual([receipt.decision, receipt.approvals.map((a) => a.by)], ["edit", ["carol", "dave"]]);
   await verifyApproval(receipt, { path: "/tmp/b.txt" }, pair.publicKey);
 
@@ -127,7 +128,7 @@ test("an edit restarts the count; the quorum applies inputs only when that many 
   assert.equal((await decide("dave", other, { c1: "approve" })).status, 200);
   const t2 = await tail(other);
   assert.deepEqual([t2.tools[0].approval, t2.tools[0].inputs], ["approved", { path: "/tmp/a.txt" }]);
-  const r2 = (await client(s, "bob").call("GET", `/threads/${encodeURIComponent(other)}/receipts/c1`)).body;
+  const r2 = (await client(s, "alice").call("GET", `/threads/${encodeURIComponent(other)}/receipts/c1`)).body;
   assert.deepEqual([r2.decision, r2.approvals.map((a) => a.by)], ["approve", ["carol", "dave"]]);
 });
 
@@ -192,4 +193,24 @@ test("expiry still applies: an approval after the call's deadline is refused wit
   assert.equal((await tail(id)).tools[0].approval, "pending", "not applied by the late approval");
   const counted = await s.pool.query("SELECT approver FROM gatehouse_approvals WHERE thread = $1", [id]);
   assert.deepEqual(counted.rows.map((r) => r.approver), ["bob"]);
+});
+
+test("a rule that throws refuses the decision with approver_rule_failed, writing nothing", async () => {
+  const id = await gated("alice:may-throws");
+  const before = await stored(s.pool, id);
+  const r = await decide("dave", id, { c1: "approve" });
+  assert.deepEqual([r.status, r.body.error.code], [500, "approver_rule_failed"], r.text);
+  assert.ok(!r.text.includes("directory down"), "the app's error stays on the server");
+  assert.deepEqual(await stored(s.pool, id), before);
+});
+
+test("approvals counted on a deleted thread do not count for the thread made again under its id", async () => {
+  const id = await gated("alice:again");
+  assert.equal((await decide("bob", id, { c1: "approve" })).status, 200);
+  assert.equal((await client(s, "alice").remove(id)).status, 200);
+  await gated(id);
+  assert.equal((await decide("carol", id, { c1: "approve" })).status, 200);
+  assert.equal((await tail(id)).tools[0].approval, "pending", "carol's is the first approval of the new call");
+  const seen = (await client(s, "carol").load(id)).body.approvals;
+  assert.deepEqual(seen[0].approvals.map((a) => a.by), ["carol"]);
 });

@@ -55,6 +55,7 @@ async function gated(server, id, inputs = { to: "ana", amount: 100 }) {
 }
 
 const sha256 = (v) => createHash("sha256").update(canonicalize(v)).digest("hex");
+// Alice owns the thread (she may write it: her device runs the calls).
 const receiptOf = (server, user, id, callId = "c1") =>
   client(server, user).call("GET", `/threads/${encodeURIComponent(id)}/receipts/${callId}`);
 
@@ -75,7 +76,7 @@ test("an approval is signed in its transaction: thread, call, tool, the inputs' 
   const r = await client(s, "bob").decide(id, { commitId: "b1", decisions: { c1: "approve" } },
     { "x-test-now": String(at) });
   assert.equal(r.status, 200, r.text);
-  const got = await receiptOf(s, "bob", id);
+  const got = await receiptOf(s, "alice", id);
   assert.equal(got.status, 200, got.text);
   const rc = got.body;
   assert.deepEqual(Object.keys(rc), ["v", "id", "thread", "callId", "tool", "inputsSha256", "decision",
@@ -91,11 +92,13 @@ test("an approval is signed in its transaction: thread, call, tool, the inputs' 
   const ok = await verifyApproval(rc, { memo: { a: [2, "é"], z: 1 }, amount: 100, to: "ana" }, publicJwk,
     { tool: "wire_transfer", thread: id, now: at + 1 });
   assert.equal(ok.id, rc.id);
-  // Alice may read her thread, so she gets it too; mallory may not.
-  assert.equal((await receiptOf(s, "alice", id)).status, 200);
-  const m = await receiptOf(s, "mallory", id);
-  assert.equal(m.status, 403, m.text);
-  const bad = await receiptOf(s, "bob", id, "%E0%A4%A");
+  // Bob, who may read the thread and decide, does not get it: a receipt spends an approval,
+  // and only the identity that runs the thread's tools needs one. Mallory may do nothing.
+  for (const user of ["bob", "mallory"]) {
+    const r = await receiptOf(s, user, id);
+    assert.deepEqual([r.status, r.body.error.code], [403, "unauthorized"], user);
+  }
+  const bad = await receiptOf(s, "alice", id, "%E0%A4%A");
   assert.deepEqual([bad.status, bad.body.error.code], [400, "invalid_request"]);
 });
 
@@ -104,28 +107,28 @@ test("an edit's receipt binds the edited inputs; a rejection has none; nor has a
   const r = await client(s, "bob").decide(id, { commitId: "b1",
     decisions: { c1: ["edit", { to: "ana", amount: 5 }] } });
   assert.equal(r.status, 200, r.text);
-  const rc = (await receiptOf(s, "bob", id)).body;
+  const rc = (await receiptOf(s, "alice", id)).body;
   assert.equal(rc.decision, "edit");
   assert.equal(rc.inputsSha256, sha256({ to: "ana", amount: 5 }));
   assert.equal(await codeOf(verifyApproval(rc, { to: "ana", amount: 100 }, publicJwk)), "receipt_inputs");
 
   const no = await gated(s, "alice:rejected");
   assert.equal((await client(s, "bob").decide(no, { commitId: "b1", decisions: { c1: "reject" } })).status, 200);
-  const none = await receiptOf(s, "bob", no);
+  const none = await receiptOf(s, "alice", no);
   assert.equal(none.status, 404, none.text);
   assert.equal(none.body.error.code, "no_receipt");
 
   const plain = await gated(unsigned, "alice:unsigned");
   assert.equal((await client(unsigned, "bob").decide(plain, { commitId: "b1",
     decisions: { c1: "approve" } })).status, 200);
-  assert.equal((await receiptOf(unsigned, "bob", plain)).body.error.code, "no_receipt");
+  assert.equal((await receiptOf(unsigned, "alice", plain)).body.error.code, "no_receipt");
 });
 
 test("verifyApproval: each way a receipt can be wrong has its own code", async () => {
   const id = await gated(s, "alice:verify");
   const at = 1_800_000_000_000;
   await client(s, "bob").decide(id, { commitId: "b1", decisions: { c1: "approve" } }, { "x-test-now": String(at) });
-  const rc = (await receiptOf(s, "bob", id)).body;
+  const rc = (await receiptOf(s, "alice", id)).body;
   const inputs = { to: "ana", amount: 100 };
   const now = at + 1;
   assert.equal((await verifyApproval(rc, inputs, publicJwk, { now })).callId, "c1");
@@ -147,10 +150,20 @@ test("verifyApproval: each way a receipt can be wrong has its own code", async (
   assert.equal(await codeOf(verifyApproval(rc, inputs, pair.privateKey, { now })), "invalid_config");
 });
 
+test("a receipt outlives its thread: deleted, it can still be spent once", async () => {
+  const id = await gated(s, "alice:deleted");
+  await client(s, "bob").decide(id, { commitId: "b1", decisions: { c1: "approve" } });
+  const rc = (await receiptOf(s, "alice", id)).body;
+  assert.equal((await client(s, "alice").remove(id)).status, 200);
+  await verifyApproval(rc, { to: "ana", amount: 100 }, publicJwk);
+  assert.equal(await codeOf(consumeApproval(s.pool, rc.id)), "resolved");
+  assert.equal(await codeOf(consumeApproval(s.pool, rc.id)), "receipt_used");
+});
+
 test("consumeApproval spends a receipt once, also when ten backends race for it", async () => {
   const id = await gated(s, "alice:consume");
   await client(s, "bob").decide(id, { commitId: "b1", decisions: { c1: "approve" } });
-  const rc = (await receiptOf(s, "bob", id)).body;
+  const rc = (await receiptOf(s, "alice", id)).body;
   const codes = await Promise.all(Array.from({ length: 10 }, () => codeOf(consumeApproval(s.pool, rc.id))));
   assert.deepEqual(codes.filter((c) => c === "resolved").length, 1, JSON.stringify(codes));
   assert.deepEqual(new Set(codes.filter((c) => c !== "resolved")), new Set(["receipt_used"]));
@@ -177,7 +190,7 @@ test("the example backend route: only a valid, unused receipt for these inputs m
   };
   const id = await gated(s, "alice:transfer");
   await client(s, "bob").decide(id, { commitId: "b1", decisions: { c1: "approve" } });
-  const receipt = (await receiptOf(s, "bob", id)).body;
+  const receipt = (await receiptOf(s, "alice", id)).body;
   const inputs = { to: "ana", amount: 100 };
 
   // Tampered inputs first: refused, and the receipt stays unspent.
@@ -186,7 +199,7 @@ test("the example backend route: only a valid, unused receipt for these inputs m
   // A receipt of another thread, for the same tool and inputs, sent for this one.
   const elsewhere = await gated(s, "alice:transfer-2");
   await client(s, "bob").decide(elsewhere, { commitId: "b1", decisions: { c1: "approve" } });
-  const foreign = (await receiptOf(s, "bob", elsewhere)).body;
+  const foreign = (await receiptOf(s, "alice", elsewhere)).body;
   const cross = await post({ receipt: foreign, inputs, thread: id });
   assert.deepEqual([cross.status, cross.body.error.code], [403, "receipt_thread"]);
 
