@@ -182,8 +182,10 @@ test(`${DEVICES} devices × ${TABS} tabs × ${SECONDS} s on one remote thread, o
     await endCtx.exposeFunction('ghExec', (e) => { execs.push(e); });
     const { page: end } = await h.open(t, { context: endCtx });
     await run(end, openTab, { url: store.url, threadId, model: sc.openai(), device: 'end', tab: 0 });
+    // A tab whose outbox is being sent reports "running" (its run writes the queued input),
+    // not "queued": the end waits for those too, or it reads the thread before that write.
     const queuedNow = async () => (await Promise.all(devices.flatMap((d) => d.pages.map((p) => run(p, () => window.S.agent.status())))))
-      .filter((st) => st === 'queued').length;
+      .filter((st) => st === 'queued' || st === 'running').length;
     const rounds = [];
     for (let i = 0; i < 40; i++) {
       const s = await run(end, async () => { await window.S.agent.refresh().catch(() => {}); return window.S.agent.status(); });
