@@ -87,6 +87,86 @@ export interface StoreHandlerOptions {
    * `not_an_approver` or `self_approval`.
    */
   approvers?: Record<string, ApproverRule["may"] | ApproverRule>;
+  /**
+   * Called once for each gated call, after the commit that made it pending (README "Approval
+   * requests that reach the approver"), from an outbox in Postgres written in that commit: a
+   * crash loses nothing, a throw is retried with backoff, and no two handler instances call it
+   * for one request. Only a handler that died during the call itself leads to a second call,
+   * after `approvalRequests.claimMs`, with the same `requestId` and the next `attempt`.
+   */
+  onApprovalRequested?: (request: ApprovalRequest) => unknown | Promise<unknown>;
+  /** Who the requests go to, reminders and escalation (needs `onApprovalRequested` or `webPush`). */
+  approvalRequests?: ApprovalRequestOptions;
+  /**
+   * The absolute URL the handler is mounted at, as browsers reach it
+   * ("https://app.example/api/gatehouse"): decision links and the push actions point there.
+   */
+  publicUrl?: string;
+  /** How long a decision link works by default (7 days). */
+  linkTtlMs?: number;
+  /** Web Push (VAPID) to the approvers' subscribed browsers; needs the `web-push` package. */
+  webPush?: WebPushOptions;
+}
+
+/** A call waiting for a decision, as the approval requests describe it. */
+export interface RequestedCall {
+  threadId: string;
+  callId: string;
+  tool: string;
+  description: string | null;
+  inputs: unknown;
+  /** The `__id` of the message that holds the call. */
+  message: string;
+  /** The identity that wrote the user message that led to the call. */
+  requester: string | null;
+  /** Epoch ms of the commit that made it pending. */
+  requestedAt: number;
+}
+
+export interface ApprovalRequest {
+  /** Stable across retries of one delivery: a hook that sends mail can drop a repeat. */
+  requestId: string;
+  /** 1 for the first try. */
+  attempt: number;
+  reason: "request" | "reminder" | "escalation";
+  threadId: string;
+  call: RequestedCall;
+  requester: string | null;
+  /** `approvalRequests.to(call)`, or `escalateTo(call)` for an escalation. */
+  approvers: string[];
+  /** A signed single-use decision link for one approver (needs `publicUrl`). */
+  decideUrl(approver: string, options?: { expiresIn?: number }): Promise<string>;
+}
+
+export interface ApprovalRequestOptions {
+  /** The identities a call's request goes to (Web Push sends to their subscriptions). */
+  to?: (call: RequestedCall) => string[] | Promise<string[]>;
+  /** Delays after the first delivery at which the request is repeated, until decided. */
+  remind?: number[];
+  /** Who an undecided call is escalated to, `escalateAfterMs` (default 1 h) after delivery. */
+  escalateTo?: (call: RequestedCall) => string[] | Promise<string[]>;
+  escalateAfterMs?: number;
+  /** How often a handler looks for requests it did not write (default 5000 ms). */
+  pollMs?: number;
+  /** How long a delivery is one instance's before another may retry it (default 60000 ms). */
+  claimMs?: number;
+  /** The first retry's delay (default 1000 ms), doubling up to `maxRetryMs` (default 5 min). */
+  retryMs?: number;
+  maxRetryMs?: number;
+}
+
+export interface WebPushOptions {
+  /** VAPID subject: "mailto:ops@app.example" or an https URL. */
+  subject: string;
+  /** VAPID keys, base64url (`npx web-push generate-vapid-keys`). */
+  publicKey: string;
+  privateKey: string;
+  /** How long the push service keeps an undelivered push (default 86400 s). */
+  ttlSeconds?: number;
+  /** Where a tap on the notification opens (default: the service worker's scope). */
+  openUrl?: (call: RequestedCall) => string;
+  /** Accept subscription endpoints on this machine (local development and tests only). */
+  allowLoopback?: boolean;
 }
 
 /** What an approver rule is asked about a call. */
@@ -171,6 +251,15 @@ export interface StoreHandler {
    * every 1000 writes). Resolves to how many were deleted.
    */
   pruneChanges(olderThanMs?: number): Promise<number>;
+  /**
+   * A signed single-use URL for `approver` to decide a pending call (needs `publicUrl`): a GET
+   * shows the call and a form, only its POST decides, as `approver`, under the approver rules.
+   * Rejects with `not_pending` when the call does not await approval.
+   */
+  decisionLink(call: { threadId: string; callId: string }, approver: string,
+    options?: { expiresIn?: number }): Promise<string>;
+  /** Delivers the approval requests due now (the handler does it by itself too). */
+  deliverRequests(): Promise<void>;
 }
 
 export declare function createStoreHandler(options: StoreHandlerOptions): StoreHandler;

@@ -20,6 +20,9 @@ import { CHANGE_RETENTION_MS, pruneChanges, runMigrations } from "./server/postg
 import { rulesOf } from "./server/approvers.js";
 import { checkSigningKey, signingKeyOf } from "./server/receipts.js";
 import { commit, decide, lease, list, load, receipt, remove, rows } from "./server/threads.js";
+import { Outbox, requestOptionsOf } from "./server/requests.js";
+import { Links, linkGet, linkPost } from "./server/links.js";
+import { Push, pushKey, pushOptionsOf, subscribe, unsubscribe } from "./server/push.js";
 import { loadCore } from "./server/wasm.js";
 
 export { GatehouseError } from "./server/errors.js";
@@ -30,7 +33,8 @@ export { consumeApproval, verifyApproval } from "./server/receipts.js";
 const OPTIONS = new Set([
   "pool", "basePath", "authorize", "maxBodyBytes", "now", "cors", "notify", "pollMs", "pingMs",
   "wasm", "maxRecordBytes", "maxMessageBytes", "maxFeedsPerIdentity", "feedAuthorizeMs",
-  "sharedWith", "signingKey", "receiptTtlMs", "approvers",
+  "sharedWith", "signingKey", "receiptTtlMs", "approvers", "onApprovalRequested",
+  "approvalRequests", "publicUrl", "linkTtlMs", "webPush",
 ]);
 
 /**
@@ -47,6 +51,7 @@ export function createStoreHandler(options) {
     cors, notify = true, pollMs = 1000, pingMs = 15_000, wasm,
     maxRecordBytes = 512 * 1024, maxMessageBytes = 256 * 1024, maxFeedsPerIdentity = 16,
     feedAuthorizeMs = 5000, sharedWith, signingKey, receiptTtlMs = 24 * 60 * 60 * 1000, approvers,
+    onApprovalRequested, approvalRequests, publicUrl, linkTtlMs = 7 * 24 * 60 * 60 * 1000, webPush,
   } = options;
   if (!pool || typeof pool.query !== "function" || typeof pool.connect !== "function") {
     throw invalidConfig("pool must have query() and connect() (e.g. a pg.Pool)");
@@ -58,13 +63,18 @@ export function createStoreHandler(options) {
   }
   if (signingKey !== undefined) checkSigningKey(signingKey);
   const rules = rulesOf(approvers);
+  const pushOptions = pushOptionsOf(webPush);
+  const requestOptions = requestOptionsOf(onApprovalRequested, approvalRequests, pushOptions !== null);
+  if (publicUrl !== undefined && !(typeof publicUrl === "string" && /^https?:\/\/[^/]/.test(publicUrl))) {
+    throw invalidConfig('publicUrl must be the absolute URL the handler is mounted at ("https://app.example/api/gatehouse")');
+  }
   if (typeof basePath !== "string" || !basePath.startsWith("/")) {
     throw invalidConfig('basePath must be a path starting with "/"');
   }
   for (const [name, v] of [["maxBodyBytes", maxBodyBytes], ["pollMs", pollMs], ["pingMs", pingMs],
     ["maxRecordBytes", maxRecordBytes], ["maxMessageBytes", maxMessageBytes],
     ["maxFeedsPerIdentity", maxFeedsPerIdentity], ["feedAuthorizeMs", feedAuthorizeMs],
-    ["receiptTtlMs", receiptTtlMs]]) {
+    ["receiptTtlMs", receiptTtlMs], ["linkTtlMs", linkTtlMs]]) {
     if (!Number.isInteger(v) || v <= 0) throw invalidConfig(`${name} must be a positive integer`);
   }
   if (cors !== undefined) {
@@ -93,9 +103,11 @@ export function createStoreHandler(options) {
   const migrate = () => {
     if (!migrated) {
       const key = signingKey === undefined ? null : signingKeyOf(signingKey);
-      migrated = Promise.all([loadCore(wasm), runMigrations(pool), key]).then(([, cursor, k]) => {
-        ctx.cursorKey = cursor;
+      migrated = Promise.all([loadCore(wasm), runMigrations(pool), key]).then(([, keys, k]) => {
+        ctx.cursorKey = keys.cursor;
+        ctx.linkKey = keys.links;
         ctx.signingKey = k;
+        ctx.outbox?.start();
       });
       migrated.catch(() => {
         migrated = null;
@@ -106,7 +118,12 @@ export function createStoreHandler(options) {
   const feed = new ChangeFeed(pool, { notify, pollMs, pingMs });
   const ctx = { pool, authorize, maxBodyBytes, now, notify, feed, writes: 0, maxRecordBytes,
     maxMessageBytes, maxFeedsPerIdentity, feedAuthorizeMs, feeds: new Map(), cursorKey: null,
-    sharedWith: sharedWith ?? null, signingKey: null, receiptTtlMs, approvers: rules };
+    sharedWith: sharedWith ?? null, signingKey: null, receiptTtlMs, approvers: rules,
+    linkKey: null, ready: migrate, outbox: null, push: null, links: null };
+  const mounted = publicUrl === undefined ? null : publicUrl.replace(/\/+$/, "");
+  ctx.links = new Links(ctx, { publicUrl: mounted, linkTtlMs });
+  if (pushOptions) ctx.push = new Push(ctx, pushOptions, mounted);
+  if (requestOptions) ctx.outbox = new Outbox(ctx, requestOptions);
 
   async function handle(request) {
     const headers = corsHeaders(cors, request);
@@ -123,8 +140,10 @@ export function createStoreHandler(options) {
       });
     }
     try {
-      refuseOrigin(cors, request);
       const route = routeOf(base, request);
+      // A decision link's token is its credential (no cookie, no header): its form posts from
+      // the handler's own page.
+      if (!route.link) refuseOrigin(cors, request);
       await migrate();
       const out = await route.run(ctx, request);
       if (out instanceof Response) {
@@ -145,7 +164,14 @@ export function createStoreHandler(options) {
     }
   }
   handle.migrate = migrate;
-  handle.close = () => feed.close();
+  handle.close = () => {
+    ctx.outbox?.close();
+    return feed.close();
+  };
+  /** A signed single-use link for `approver` to decide a pending call (`{ threadId, callId }`). */
+  handle.decisionLink = (call, approver, opts) => ctx.links.linkFor(call, approver, opts);
+  /** Delivers the approval requests due now (the handler also does it by itself). */
+  handle.deliverRequests = () => ctx.outbox ? migrate().then(() => ctx.outbox.kick()) : Promise.resolve();
   handle.pruneChanges = async (olderThanMs = CHANGE_RETENTION_MS) => {
     await migrate();
     return pruneChanges(pool, olderThanMs);
@@ -166,6 +192,22 @@ function routeOf(base, request) {
     if (m !== "GET") throw notFound();
     query([]);
     return { run: list };
+  }
+  if (rest.startsWith("/links/")) {
+    const token = rest.slice("/links/".length);
+    if (m === "GET") return { link: true, run: (ctx, req) => linkGet(ctx, req, token) };
+    if (m === "POST") return { link: true, run: (ctx, req) => linkPost(ctx, req, token) };
+    throw notFound();
+  }
+  if (rest === "/push/key" || rest === "/push/subscriptions") {
+    query([]);
+    return { run: (ctx, req) => {
+      if (!ctx.push) throw notFound();
+      if (rest === "/push/key" && m === "GET") return pushKey(ctx);
+      if (rest === "/push/subscriptions" && m === "POST") return subscribe(ctx, req);
+      if (rest === "/push/subscriptions" && m === "DELETE") return unsubscribe(ctx, req);
+      throw notFound();
+    } };
   }
   if (rest === "/changes") {
     if (m !== "GET") throw notFound();

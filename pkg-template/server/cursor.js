@@ -58,3 +58,9 @@ export async function openCursor(key, text) {
   if (!Number.isSafeInteger(seq) || seq < 0) throw refuse();
   return seq;
 }
+
+/** The decision links' HMAC key (server/links.js) from its stored hex text. @param {string} text */
+export function linkKey(text) {
+  const bytes = Uint8Array.from(text.match(/../g), (h) => parseInt(h, 16));
+  return crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+}

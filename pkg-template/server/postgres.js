@@ -1,7 +1,7 @@
 // @ts-check
 // The store handler's tables (migrations), transactions, and the change feed's writes.
 
-import { cursorKey, hex } from "./cursor.js";
+import { cursorKey, hex, linkKey } from "./cursor.js";
 import { GatehouseError, Refusal } from "./errors.js";
 
 // Migrations run under this advisory lock (two handlers starting at once take turns).
@@ -74,6 +74,26 @@ const MIGRATIONS = [
        message text NOT NULL, approver text NOT NULL, at bigint NOT NULL, inputs text NOT NULL,
        PRIMARY KEY (thread, call_id, message, approver))`,
   ],
+  // Approval requests that reach the approver (docs/design.md, "Approval requests"): the
+  // outbox, one row per call requested, reminded or escalated, written in the transaction that
+  // made the call pending; the decision links spent; the Web Push subscriptions, each of one
+  // identity.
+  [
+    `CREATE TABLE gatehouse_requests (id text PRIMARY KEY, thread text COLLATE "C" NOT NULL,
+       call_id text NOT NULL, message text NOT NULL, kind text NOT NULL, n int NOT NULL,
+       state text NOT NULL DEFAULT 'due', due_at timestamptz NOT NULL,
+       attempts int NOT NULL DEFAULT 0, claim text, claimed_until timestamptz,
+       call text NOT NULL, error text,
+       created_at timestamptz NOT NULL DEFAULT clock_timestamp(), sent_at timestamptz,
+       UNIQUE (thread, message, call_id, kind, n))`,
+    `CREATE INDEX gatehouse_requests_due ON gatehouse_requests (due_at) WHERE state = 'due'`,
+    `CREATE TABLE gatehouse_links (id text PRIMARY KEY, thread text COLLATE "C" NOT NULL,
+       call_id text NOT NULL, approver text NOT NULL, decision text NOT NULL,
+       used_at timestamptz NOT NULL DEFAULT now())`,
+    `CREATE TABLE gatehouse_push (endpoint text PRIMARY KEY, identity text NOT NULL,
+       subscription text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
+    `CREATE INDEX gatehouse_push_identity ON gatehouse_push (identity)`,
+  ],
 ];
 
 /** The schema version this release writes. */
@@ -131,8 +151,11 @@ export async function runMigrations(pool) {
     // so a cursor one handler gave is read by any other.
     await c.query(`INSERT INTO gatehouse_keys (name, key) VALUES ('cursor', $1)
       ON CONFLICT (name) DO NOTHING`, [hex(crypto.getRandomValues(new Uint8Array(32)))]);
-    const key = await c.query("SELECT key FROM gatehouse_keys WHERE name = 'cursor'");
-    return { value: await cursorKey(key.rows[0].key), write: true };
+    await c.query(`INSERT INTO gatehouse_keys (name, key) VALUES ('links', $1)
+      ON CONFLICT (name) DO NOTHING`, [hex(crypto.getRandomValues(new Uint8Array(32)))]);
+    const keys = await c.query("SELECT name, key FROM gatehouse_keys WHERE name IN ('cursor', 'links')");
+    const key = (name) => keys.rows.find((r) => r.name === name).key;
+    return { value: { cursor: await cursorKey(key("cursor")), links: await linkKey(key("links")) }, write: true };
   });
 }
 

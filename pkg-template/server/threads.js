@@ -9,6 +9,7 @@ import { MAX_DECIDE_BYTES, MAX_ID_BYTES, json, readBody, requireJson, utf8Length
 import { announce, transaction, writing } from "./postgres.js";
 import { callsOf, count, judge, noteRequester, progressOf, sameCalls } from "./approvers.js";
 import { issueReceipts } from "./receipts.js";
+import { cancelRequests, recordRequests, removeRequests } from "./requests.js";
 
 export async function identityOf(ctx, request, threadId, action, intent) {
   let who;
@@ -220,7 +221,9 @@ export async function commit(ctx, request, id) {
   checkCommitId(commitId);
   const digest = await digestOf(body);
   const at = clock(ctx, request);
+  let requested = 0;
   const answer = await writing(ctx, async (c) => {
+    requested = 0;
     const { record: stored, token, leaseWho } = await lockThread(c, id);
     const rec = recordOf(id, stored);
     const seen = await replayed(c, id, commitId, who, digest);
@@ -256,10 +259,13 @@ export async function commit(ctx, request, id) {
     await noteRequester(c, id, plan.rows, who);
     await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
       VALUES ($1, $2, $3, $4, $5)`, [id, commitId, who, digest, plan.version]);
+    // The approval requests of the calls this commit left pending, in its transaction.
+    requested = ctx.outbox ? await recordRequests(c, id, plan.rows) : 0;
     await announce(ctx, c, id, plan.version);
     return { value: withToken(plan.answer, next), write: true };
   });
   if (answer instanceof Refusal) throw answer;
+  if (requested > 0) ctx.outbox.kick();
   return answer;
 }
 
@@ -288,17 +294,37 @@ export async function decide(ctx, request, id) {
   checkCommitId(intent.commitId);
   // The calls decided, read without a lock or a held connection; checked again under the lock
   // (a tail that changed since is refused, or decides other calls).
-  const { calls, requester } = await callsBefore(ctx.pool, id);
-  const decisions = intent.decisions.map((d) => ({ ...d, tool: calls.get(d.callId)?.name ?? null }));
+  const before = await callsBefore(ctx.pool, id);
+  const decisions = intent.decisions.map((d) => ({ ...d, tool: before.calls.get(d.callId)?.name ?? null }));
   const who = await identityOf(ctx, request, id, "decide", { decisions });
+  return decideAs(ctx, id, body, intent, who, clock(ctx, request), before);
+}
+
+/**
+ * Applies the decide request `body` (its `intent` read) to thread `id` as `who`, who was
+ * authorized to decide it: the approver rules first, then the engine under the thread's lock.
+ * `underLock(c, tail)`, when given, runs first under the lock and may refuse (a decision
+ * link is checked and spent there). `before` is the calls and requester read without the lock.
+ * @param {any} ctx
+ * @param {string} id
+ * @param {string} body
+ * @param {{ commitId: string, decisions: { callId: string, decision: string }[] }} intent
+ * @param {string} who
+ * @param {number} at
+ * @param {{ calls: Map<string, { name: string, inputs: unknown }>, requester: string | null }} before
+ * @param {((c: any, tail: string | null) => Promise<void>) | null} [underLock]
+ */
+export async function decideAs(ctx, id, body, intent, who, at, before, underLock = null) {
+  const { calls, requester } = before;
+  const decisions = intent.decisions.map((d) => ({ ...d, tool: calls.get(d.callId)?.name ?? null }));
   // The approver rules, with no lock held while the app's `may` runs.
   await judge(ctx, id, intent.decisions, calls, requester, who);
   const ruled = decisions.some((d) => ctx.approvers.has(d.tool ?? ""));
   const digest = await digestOf(body);
-  const at = clock(ctx, request);
   const answer = await writing(ctx, async (c) => {
     const { record: stored, token, leaseWho } = await lockThread(c, id);
     const rec = recordOf(id, stored);
+    if (underLock) await underLock(c, (await tailOf(c, id, rec)).tail);
     const seen = await replayed(c, id, intent.commitId, who, digest);
     if (seen !== null) {
       if (seen.answer) return { value: seen.answer, write: false };
@@ -344,6 +370,8 @@ export async function decide(ctx, request, id) {
     const applied = counted.body === body ? intent.decisions
       : answerOf(core.decideIntent(counted.body)).decisions;
     await issueReceipts(ctx, c, id, applied, plan.answer, who, at, counted.approvals);
+    // A decided call is not requested again (reminders, escalation).
+    if (ctx.outbox) await cancelRequests(c, id, applied.map((d) => d.callId));
     await announce(ctx, c, id, plan.version);
     return { value: plan.answer, write: true };
   });
@@ -369,7 +397,7 @@ export async function receipt(ctx, request, id, callId) {
 }
 
 /** The stored tail's calls (`callId` → `{ name, inputs }`) and the thread's requester. */
-async function callsBefore(pool, id) {
+export async function callsBefore(pool, id) {
   const r = await pool.query(`SELECT t.requester, m.json FROM gatehouse_threads t
     LEFT JOIN gatehouse_messages m ON m.thread = t.id
       AND m.seq = (t.record::json->>'messageCount')::bigint
@@ -422,6 +450,7 @@ export async function remove(ctx, request, id) {
       "gatehouse_approvals"]) {
       await c.query(`DELETE FROM ${table} WHERE thread = $1`, [id]);
     }
+    await removeRequests(c, id);
     const existed = r.rows.some((row) => row.record !== null);
     if (existed) await announce(ctx, c, id, null);
     return { value: "{}", write: true };

@@ -28,7 +28,7 @@ export function bearer(request) {
 
 export async function startStoreServer({
   postgres, authorize, basePath = "/api/gatehouse", poolSize = 20, port = 0, wrap = (l) => l,
-  logQueries = false, onListen = null, ...options
+  logQueries = false, onListen = null, wrapPool = null, ...options
 } = {}) {
   const { createStoreHandler, toNodeListener } = await import(serverModule);
   const ownPostgres = !postgres;
@@ -36,6 +36,8 @@ export async function startStoreServer({
   const pool = new pg.Pool({ connectionString: cluster.connectionString, max: poolSize });
   // A killed Postgres makes idle clients fail: the pool reports it here, not as a crash.
   pool.on("error", () => {});
+  // With `wrapPool`, the handler's pool is what it returns (a test stops a handler at a query).
+  wrapPool?.(pool);
   // With `logQueries`, every statement the handler sends, through the pool or a client it
   // took from it (tests/server/attacker.test.mjs counts what an idle feed or a list costs).
   const queries = [];

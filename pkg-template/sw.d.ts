@@ -1,0 +1,54 @@
+// gatehouse-agent/sw: approval requests by Web Push (see sw.js and the README, "Approval
+// requests that reach the approver").
+
+/** What `subscribeToApprovals` answers. */
+export interface ApprovalSubscription {
+  /** The push endpoint the handler now sends this user's approval requests to. */
+  readonly endpoint: string;
+  /** Deletes the subscription on the handler (only its owner may), then in the browser. */
+  unsubscribe(): Promise<void>;
+}
+
+export interface SubscribeOptions {
+  /** The store handler's URL (as for `storage: { kind: "remote", url }`). */
+  url: string;
+  /** Default "include": the handler's `authorize` sees the user's cookies. */
+  credentials?: RequestCredentials;
+  /** Extra headers for the subscription requests (e.g. an Authorization header). */
+  headers?: Record<string, string>;
+}
+
+/**
+ * Subscribes this browser to the signed-in user's approval requests. Rejects with an Error
+ * whose `code` is the handler's (e.g. "unauthorized") or "network".
+ */
+export function subscribeToApprovals(
+  registration: ServiceWorkerRegistration,
+  options: SubscribeOptions,
+): Promise<ApprovalSubscription>;
+
+/** The JSON a Gatehouse push carries (`event.data.json()`). */
+export interface ApprovalPush {
+  type: "gatehouse.approval";
+  v: 1;
+  reason: "request" | "reminder" | "escalation";
+  threadId: string;
+  callId: string;
+  tool: string;
+  description: string | null;
+  /** A short line of the inputs (`key: value, …`, at most 160 characters). */
+  summary: string;
+  /** The thread's decide route, or null when the handler has no `publicUrl`. */
+  decideUrl: string | null;
+  /** Where a tap on the notification goes (`webPush.openUrl`), or null: the worker's scope. */
+  openUrl: string | null;
+}
+
+/** Adds the push and notificationclick listeners to a service worker's scope. */
+export function installApprovalHandlers(scope: ServiceWorkerGlobalScope): void;
+
+/** Shows a Gatehouse push's notification; null for other pushes (for apps with their own listener). */
+export function showApprovalRequest(scope: ServiceWorkerGlobalScope, event: PushEvent): Promise<void> | null;
+
+/** Decides (an action) or opens the thread (the body); null for other notifications. */
+export function handleApprovalClick(scope: ServiceWorkerGlobalScope, event: NotificationEvent): Promise<unknown> | null;
