@@ -6,7 +6,7 @@
 //
 //   node bench/run.mjs [--quick] [--out DIR] [--only LIST]   (pkg/ must be built: ./scripts/build-pkg.sh)
 //
-// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,remote,receipts,local
+// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,remote,receipts,requests,local
 // (the memory section's 100,000-message cells come from reopen; local: the in-page model,
 // bench/local.mjs, which needs the test model of make setup-model).
 //
@@ -23,6 +23,7 @@ import { startServer } from '../tests/model-server/server.mjs';
 import { measureLocal } from './local.mjs';
 import { measureRemote } from './remote.mjs';
 import { measureReceipts } from './receipts.mjs';
+import { measureRequests } from './requests.mjs';
 import { writeReport } from './report.mjs';
 import { buildRows, formatTable, ms, kb, mb } from './table.mjs';
 
@@ -705,6 +706,7 @@ async function main() {
       launchOptions: { executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-background-timer-throttling', '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows'] },
     }));
     if (wanted('receipts')) R.receipts = await guard('receipts', () => measureReceipts({ quick: QUICK, log }));
+    if (wanted('requests')) R.requests = await guard('requests', () => measureRequests({ quick: QUICK, log }));
     if (wanted('local')) R.local = await guard('local', () => measureLocal({ runs: QUICK ? 1 : 3 }));
   } finally {
     await context.close().catch(() => {});

@@ -189,6 +189,7 @@ export function buildRows(R, CFG) {
   // ------------------------------------------------------------------ 7. remote threads
   if (rem) remoteRows(rem, section, info, notes);
   if (R.receipts) receiptRows(R.receipts, section, info);
+  if (R.requests) requestRows(R.requests, section, info);
   if (R.local) localRows(R.local, section, info);
 
   notes.push('Columns: Gatehouse; the AI SDK app that persists like Gatehouse (its message list saved to IndexedDB with idb-keyval after every step, as the AI SDK\'s message-persistence guide does in onStepFinish/onFinish); the AI SDK app that keeps its list in memory only (persists nothing).');
@@ -208,6 +209,14 @@ function receiptRows(r, section, info) {
   info(`decision at the handler, no key → with a key (median of ${r.decidePlain.n} each)`,
     `${r.decidePlain.median.toFixed(2)} → ${r.decideSigned.median.toFixed(2)} ms (${(r.decideSigned.median / r.decidePlain.median).toFixed(2)}×)`);
   info(`consumeApproval (median / p95 of ${r.consume.n})`, ms(r.consume));
+}
+
+/** Approval requests (bench/requests.mjs): the outbox's latency and one handler's rate. */
+function requestRows(r, section, info) {
+  section('Approval requests (the outbox: onApprovalRequested)');
+  if (r.error) { info('requests', `error: ${r.error}`); return; }
+  info(`commit → hook, one gated call at a time, p50 / p99 (${r.latency.n} calls; from the outbox row's insert in the commit)`, `${r.latency.p50} / ${r.latency.p99} ms`);
+  info(`deliveries one handler sustains (${r.throughput.n} due, a hook that returns at once; the handler's start included)`, `${r.throughput.perSecond.toFixed(0)}/s (${r.throughput.seconds.toFixed(2)} s)`);
 }
 
 /** Section 7: remote threads (bench/remote.mjs). Gatehouse only: the AI SDK has no counterpart. */

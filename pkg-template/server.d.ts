@@ -5,7 +5,7 @@
  * What `authorize` is asked: `decide` for decisions (sent as intents, applied by the handler),
  * `write` for any other change, `list` for the thread list and a change feed's connection.
  */
-export type StoreAction = "read" | "write" | "decide" | "list" | "delete";
+export type StoreAction = "read" | "write" | "decide" | "list" | "delete" | "subscribe";
 
 /** One decision of a `decide` request, as `authorize` gets it. */
 export interface DecisionIntent {

@@ -44,11 +44,46 @@ export interface ApprovalPush {
   openUrl: string | null;
 }
 
+// What the worker's functions use of its scope and events, structurally: a worker's `self`
+// and its PushEvent / NotificationEvent (TypeScript's "webworker" lib) fit, and a page that
+// compiles with only "dom" can still import this module's types.
+
+/** The parts of `ServiceWorkerGlobalScope` used here. */
+export interface ApprovalWorkerScope {
+  readonly registration: ServiceWorkerRegistration;
+  readonly clients: {
+    matchAll(options?: { type?: "window" | "worker" | "sharedworker" | "all"; includeUncontrolled?: boolean }): Promise<ReadonlyArray<{ url: string; focus?(): Promise<unknown> }>>;
+    openWindow(url: string): Promise<unknown>;
+  };
+  addEventListener(type: "push" | "notificationclick", listener: (event: any) => void): void;
+}
+
+/** The parts of `PushEvent` used here. */
+export interface ApprovalPushEvent {
+  readonly data: { json(): unknown } | null;
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/** The parts of `NotificationEvent` used here. */
+export interface ApprovalClickEvent {
+  readonly notification: Notification;
+  readonly action: string;
+  waitUntil?(promise: Promise<unknown>): void;
+}
+
+export interface ApprovalHandlerOptions {
+  /** Headers for the decision request (e.g. an Authorization header), asked at each decision. */
+  headers?: (push: ApprovalPush) => Record<string, string> | Promise<Record<string, string>>;
+  /** Default "include" (the worker's cookies); "omit" for a handler whose CORS origin is "*". */
+  credentials?: RequestCredentials;
+}
+
 /** Adds the push and notificationclick listeners to a service worker's scope. */
-export function installApprovalHandlers(scope: ServiceWorkerGlobalScope): void;
+export function installApprovalHandlers(scope: ApprovalWorkerScope, options?: ApprovalHandlerOptions): void;
 
 /** Shows a Gatehouse push's notification; null for other pushes (for apps with their own listener). */
-export function showApprovalRequest(scope: ServiceWorkerGlobalScope, event: PushEvent): Promise<void> | null;
+export function showApprovalRequest(scope: ApprovalWorkerScope, event: ApprovalPushEvent): Promise<void> | null;
 
 /** Decides (an action) or opens the thread (the body); null for other notifications. */
-export function handleApprovalClick(scope: ServiceWorkerGlobalScope, event: NotificationEvent): Promise<unknown> | null;
+export function handleApprovalClick(scope: ApprovalWorkerScope, event: ApprovalClickEvent,
+  options?: ApprovalHandlerOptions): Promise<unknown> | null;

@@ -1,3 +1,4 @@
+// @ts-check
 // gatehouse-agent/sw: approval requests by Web Push (docs/design.md, "Approval requests").
 //
 // In the page:    const reg = await navigator.serviceWorker.register("/sw.js", { type: "module" });
@@ -59,63 +60,73 @@ export async function subscribeToApprovals(registration, options) {
 
 /**
  * Installs the push and notificationclick listeners on a service worker's global scope.
- * Pushes that are not Gatehouse's are left to the app's own listeners.
- * @param {ServiceWorkerGlobalScope} scope
+ * Pushes that are not Gatehouse's are left to the app's own listeners. By default an action
+ * decides with the worker's cookies (`credentials: "include"`); an app that signs requests
+ * with a header gives `headers` (asked at each decision, e.g. from a token the worker keeps)
+ * and `credentials: "omit"`.
+ * @param {import("./sw.js").ApprovalWorkerScope} scope
+ * @param {import("./sw.js").ApprovalHandlerOptions} [options]
  */
-export function installApprovalHandlers(scope) {
+export function installApprovalHandlers(scope, options = {}) {
   scope.addEventListener("push", (event) => {
     const shown = showApprovalRequest(scope, event);
     if (shown) event.waitUntil(shown);
   });
   scope.addEventListener("notificationclick", (event) => {
-    const done = handleApprovalClick(scope, event);
+    const done = handleApprovalClick(scope, event, options);
     if (done) event.waitUntil(done);
   });
 }
 
 /**
  * Shows the notification of a Gatehouse push; null for any other push.
- * @param {ServiceWorkerGlobalScope} scope
- * @param {PushEvent} event
+ * @param {import("./sw.js").ApprovalWorkerScope} scope
+ * @param {import("./sw.js").ApprovalPushEvent} event
  */
 export function showApprovalRequest(scope, event) {
   const data = payloadOf(event.data);
   if (!data) return null;
   const title = data.reason === "reminder" ? `Still waiting: ${data.tool}`
     : data.reason === "escalation" ? `Needs a decision: ${data.tool}` : `Approve ${data.tool}?`;
-  return scope.registration.showNotification(title, {
+  // (`actions` and `renotify` are not in TypeScript's NotificationOptions yet.)
+  return scope.registration.showNotification(title, /** @type {NotificationOptions} */ (/** @type {unknown} */ ({
     body: [data.description, data.summary].filter(Boolean).join("\n"),
     tag: `${TAG}${data.threadId}:${data.callId}`,
     renotify: data.reason !== "request",
     requireInteraction: true,
     data,
     actions: [{ action: "approve", title: "Approve" }, { action: "reject", title: "Reject" }],
-  });
+  })));
 }
 
 /**
  * Answers a click on a Gatehouse notification: an action decides, the body opens the thread.
  * Null for another notification.
- * @param {ServiceWorkerGlobalScope} scope
- * @param {NotificationEvent} event
+ * @param {import("./sw.js").ApprovalWorkerScope} scope
+ * @param {import("./sw.js").ApprovalClickEvent} event
+ * @param {import("./sw.js").ApprovalHandlerOptions} [options]
  */
-export function handleApprovalClick(scope, event) {
+export function handleApprovalClick(scope, event, options = {}) {
   const data = event.notification?.data;
   if (!data || data.type !== "gatehouse.approval") return null;
   event.notification.close();
   if (event.action === "approve" || event.action === "reject") {
-    return decide(scope, data, event.action);
+    return decide(scope, data, event.action, options);
   }
   return open(scope, data);
 }
 
-/** @param {ServiceWorkerGlobalScope} scope @param {any} data @param {"approve" | "reject"} decision */
-async function decide(scope, data, decision) {
+/**
+ * @param {import("./sw.js").ApprovalWorkerScope} scope @param {any} data
+ * @param {"approve" | "reject"} decision @param {import("./sw.js").ApprovalHandlerOptions} options
+ */
+async function decide(scope, data, decision, options) {
   if (!data.decideUrl) return open(scope, data);
+  const extra = options.headers ? await options.headers(data) : {};
   const r = await fetch(data.decideUrl, {
     method: "POST",
-    credentials: "include",
-    headers: { "content-type": "application/json" },
+    credentials: options.credentials ?? "include",
+    headers: { ...extra, "content-type": "application/json" },
     body: JSON.stringify({ commitId: `push:${crypto.randomUUID()}`, decisions: { [data.callId]: decision } }),
   }).catch(() => null);
   if (r && r.ok) return;
@@ -132,7 +143,7 @@ async function decide(scope, data, decision) {
   });
 }
 
-/** @param {ServiceWorkerGlobalScope} scope @param {any} data */
+/** @param {import("./sw.js").ApprovalWorkerScope} scope @param {any} data */
 async function open(scope, data) {
   const target = data.openUrl ?? scope.registration.scope;
   const all = await scope.clients.matchAll({ type: "window", includeUncontrolled: true });
@@ -141,7 +152,7 @@ async function open(scope, data) {
   return scope.clients.openWindow(target);
 }
 
-/** @param {PushMessageData | null} d */
+/** @param {{ json(): any } | null} d */
 function payloadOf(d) {
   try {
     const v = d?.json();

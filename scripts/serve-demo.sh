@@ -67,8 +67,13 @@ if [[ "$remote" == 1 ]]; then
   echo "  Threads in Postgres, behind the store handler at $store_url"
   echo "  Desktop (tools, model): http://127.0.0.1:$port/www/?store=$store_url#thread=$thread"
   echo "  Phone (approves):       http://127.0.0.1:$port/www/?store=$store_url&device=phone#thread=$thread"
+  echo "  On the phone, \"Enable push\" takes approval requests as notifications; each pending call's"
+  echo "  decision link (as an email would carry it) is printed here."
   echo
   echo "  (Ctrl+C to stop)"
+  # The store's own lines from here on: the decision links.
+  tail -n +2 -f "$store_log" &
+  trap 'kill "$server" "$store" $! 2>/dev/null || true; wait "$store" 2>/dev/null; rm -f "$port_file" "$store_log"' EXIT INT TERM
   wait "$server"
   exit
 fi

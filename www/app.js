@@ -387,6 +387,32 @@ function renderModel() {
     : `${PROVIDERS[state.settings.provider].title} at ${state.settings[state.settings.provider].baseUrl}. Click to change.`;
 }
 
+// ---------------------------------------------------------------- push (the phone)
+
+// The approver's page can take approval requests as notifications (README, "Approval requests
+// that reach the approver"): a worker of its own, at a scope no page uses, so that the offline
+// worker (./sw.js) is untouched. Its Approve and Reject decide as this page's user.
+if (PHONE) {
+  const button = $('enable-push');
+  button.hidden = !('serviceWorker' in navigator && 'PushManager' in window);
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    try {
+      if (await Notification.requestPermission() !== 'granted') throw new Error('notifications are not allowed');
+      const { subscribeToApprovals } = await import('../pkg/sw.js');
+      const reg = await navigator.serviceWorker.register(`./approvals-sw.js?user=${encodeURIComponent(USER)}`,
+        { type: 'module', scope: './approvals/' });
+      await subscribeToApprovals(reg, { url: REMOTE, credentials: 'omit', headers: { authorization: `Bearer ${USER}` } });
+      button.textContent = 'Push on';
+      button.setAttribute('aria-label', 'Push notifications are on');
+      toast(`Approval requests for ${USER} now arrive as notifications.`);
+    } catch (e) {
+      button.disabled = false;
+      toast(`Push could not be enabled: ${e.message}`);
+    }
+  });
+}
+
 // ---------------------------------------------------------------- network status, toast
 
 function renderNet() {

@@ -26,7 +26,10 @@ const decoder = new TextDecoder();
  *   exp: number }} LinkClaims
  */
 
-/** Why a link decides nothing, as a page says it. */
+/**
+ * Why a link decides nothing, as a page says it: status, title, advice.
+ * @type {Record<string, [number, string, string]>}
+ */
 const REFUSED = {
   link_invalid: [400, "This link is not valid", "It was not made by this server, or it was changed."],
   link_expired: [410, "This link has expired", "Ask for a new one, or decide in the app."],
@@ -35,7 +38,7 @@ const REFUSED = {
   link_changed: [409, "This call changed since the link was sent", "Its inputs were edited, or the thread moved on: the link decides nothing. Look at the call again in the app."],
 };
 
-/** @param {keyof typeof REFUSED} code */
+/** @param {string} code */
 function refused(code) {
   const [status, title] = REFUSED[code];
   return new Refusal(status, code, title);
@@ -173,7 +176,7 @@ button[value=approve]{background:#0b6b2e;color:#fff;border-color:#0b6b2e}</style
 
 /** The page of a refused link. @param {Refusal} r */
 export function refusedPage(r) {
-  const code = /** @type {keyof typeof REFUSED} */ (r.body.error.code);
+  const code = r.body.error.code;
   const known = REFUSED[code];
   if (!known) return page(r.status, "Nothing was decided", `<p>${esc(r.body.error.message)}</p><p><small>${esc(r.body.error.code)}</small></p>`);
   return page(known[0], known[1], `<p>${esc(known[2])}</p><p>Nothing was decided.</p><p><small>${esc(code)}</small></p>`);

@@ -27,7 +27,8 @@ const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gateh
   // gatehouse-agent/server: its entry, its modules by job, and its wasm core.
   "server.js", "server.d.ts", "server/core.js", "server/core.d.ts", "server/core_bg.wasm", "server/cursor.js",
   "server/errors.js", "server/gatehouse-error.js", "server/feed.js", "server/http.js", "server/postgres.js", "server/threads.js", "server/wasm.js",
-  "server/receipts.js", "server/approvers.js",
+  "server/receipts.js", "server/approvers.js", "server/requests.js", "server/links.js", "server/push.js",
+  "sw.js", "sw.d.ts",
   // RFC 8785 canonical JSON for the receipts, vendored with its licence.
   "server/vendor/canonicalize.js", "server/vendor/canonicalize.LICENSE",
   // gatehouse-agent/local, the in-page model, with the llama.cpp runtime it vendors.
@@ -52,7 +53,7 @@ for (const k of ["license", "repository", "homepage", "bugs", "engines", "keywor
 // CSS) is listed as having side effects.
 const subpaths = { ".": ["gatehouse.d.ts", "gatehouse.js"], "./react": ["react.d.ts", "react.js"], "./ui": ["ui/index.d.ts", "ui/index.js"],
   "./ui/element": ["ui/element.d.ts", "ui/element.js"], "./server": ["server.d.ts", "server.js"],
-  "./local": ["local/index.d.ts", "local/index.js"] };
+  "./local": ["local/index.d.ts", "local/index.js"], "./sw": ["sw.d.ts", "sw.js"] };
 for (const [sub, [types, js]] of Object.entries(subpaths)) {
   const e = manifest.exports[sub];
   if (!e || Object.keys(e)[0] !== "types" || e.types !== `./${types}` || e.default !== `./${js}`) {
@@ -109,6 +110,9 @@ fs.writeFileSync(path.join(viteReact, "check.ts"), [
   'import { ApprovalCards, ChatView, isSuspended } from "gatehouse-agent/ui";',
   'import { GatehouseChat, defineGatehouseChat } from "gatehouse-agent/ui/element";',
   'import { useAgent, useThreads, Thread, type UseAgent } from "gatehouse-agent/react";',
+  'import { subscribeToApprovals, type ApprovalPush } from "gatehouse-agent/sw";',
+  'export const subscribed = (reg: ServiceWorkerRegistration) => subscribeToApprovals(reg, { url: "/api/gatehouse" }).then((s) => s.endpoint);',
+  'export const tool0 = (p: ApprovalPush): string => p.tool + (p.decideUrl ?? "");',
   'export const thread = (chat: UseAgent) => Thread({ chat, approvalRenderers: { t: (call, decide) => String(decide) + call.callId } });',
   'export const element: typeof GatehouseChat = defineGatehouseChat();',
   'export function useChat(threadId: string): UseAgent { const a = useAgent({ threadId, tools: [tool] }); if (a.status === "awaiting_approval") void a.decide({ [a.pendingTools[0].callId]: ["edit", { path: "/tmp" }] }); return a; }',

@@ -39,3 +39,24 @@ createStoreHandler({
 });
 // @ts-expect-error: not an action
 export const bad: StoreAction = "admin";
+
+// Approval requests (README "Approval requests that reach the approver").
+const reaching = createStoreHandler({
+  pool,
+  authorize: () => "u",
+  publicUrl: "https://app.example/api/gatehouse",
+  onApprovalRequested: async ({ requestId, attempt, reason, call, approvers, decideUrl }) => {
+    const links: string[] = await Promise.all(approvers.map((a) => decideUrl(a, { expiresIn: 60_000 })));
+    const r: "request" | "reminder" | "escalation" = reason;
+    return [requestId, attempt, r, call.tool, call.requester, links];
+  },
+  approvalRequests: { to: (call) => [call.requester ?? "ops"], remind: [60_000], escalateTo: () => ["lead"], escalateAfterMs: 3_600_000 },
+  webPush: { subject: "mailto:ops@app.example", publicKey: "BP", privateKey: "x" },
+});
+export const link: Promise<string> = reaching.decisionLink({ threadId: "t", callId: "c1" }, "bob");
+createStoreHandler({
+  pool,
+  authorize: () => "u",
+  // @ts-expect-error: remind is a list of delays
+  approvalRequests: { remind: 60_000 },
+});
