@@ -47,12 +47,13 @@ test("eight handlers starting at once on a fresh database migrate it once", asyn
   const tables = await p.query(`SELECT tablename FROM pg_tables
     WHERE tablename LIKE 'gatehouse%' ORDER BY tablename`);
   assert.deepEqual(tables.rows.map((r) => r.tablename), ["gatehouse_approvals", "gatehouse_audit", "gatehouse_change_counter",
-    "gatehouse_changes", "gatehouse_commits", "gatehouse_keys", "gatehouse_messages",
-    "gatehouse_receipts", "gatehouse_schema", "gatehouse_threads"]);
+    "gatehouse_changes", "gatehouse_commits", "gatehouse_keys", "gatehouse_links", "gatehouse_messages",
+    "gatehouse_push", "gatehouse_receipts", "gatehouse_requests", "gatehouse_schema", "gatehouse_threads"]);
   const counter = await p.query("SELECT * FROM gatehouse_change_counter");
   assert.equal(counter.rows.length, 1, "the counter row is inserted once");
-  const keys = await p.query("SELECT name FROM gatehouse_keys");
-  assert.deepEqual(keys.rows, [{ name: "cursor" }], "one cursor key, made by one handler");
+  const keys = await p.query("SELECT name FROM gatehouse_keys ORDER BY name");
+  assert.deepEqual(keys.rows, [{ name: "cursor" }, { name: "links" }],
+    "one cursor key and one decision links' key, each made by one handler");
   // A cursor one handler gave, another reads: they share the database's key.
   const start = await handlers[0](new Request("http://h/changes?poll=1"));
   const { cursor } = await start.json();

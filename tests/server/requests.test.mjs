@@ -295,3 +295,20 @@ test("options are checked when the handler is made", async () => {
   const h = createStoreHandler({ ...base, onApprovalRequested() {} });
   await assert.rejects(h.decisionLink({ threadId: "a:1", callId: "c1" }, "bob"), { code: "invalid_config" });
 });
+
+test("a link one handler made is taken by another on the same database (one shared key)", async () => {
+  const { s: a } = await server();
+  const { s: b } = await server();
+  try {
+    await applyAll(client(a, "alice"), "alice:shared", [userMessage, gatedCall]);
+    const url = await a.handle.decisionLink({ threadId: "alice:shared", callId: "c1" }, "bob");
+    const atB = url.replace(a.url, b.url);
+    assert.notEqual(atB, url);
+    const r = await fetch(atB, form("reject"));
+    assert.equal(r.status, 200, await r.text());
+    assert.match((await stored(b.pool, "alice:shared")).messages.at(-1)[1], /"approval":"rejected"/);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
