@@ -146,6 +146,12 @@ export interface ApprovalRequestOptions {
   /** Who an undecided call is escalated to, `escalateAfterMs` (default 1 h) after delivery. */
   escalateTo?: (call: RequestedCall) => string[] | Promise<string[]>;
   escalateAfterMs?: number;
+  /**
+   * "delivery": a call's `approvalTimeout` counts from its first delivery, not from its
+   * request (its deadline moves by the delay, once, and every device re-arms). Default
+   * "request".
+   */
+  expireFrom?: "request" | "delivery";
   /** How often a handler looks for requests it did not write (default 5000 ms). */
   pollMs?: number;
   /** How long a delivery is one instance's before another may retry it (default 60000 ms). */

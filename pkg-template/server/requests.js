@@ -13,20 +13,22 @@
 // calls it again, with the same `requestId` and the next `attempt`, so a hook that sends
 // something outside (a mail, a chat message) can drop the repeat.
 
-import { invalidConfig } from "./errors.js";
+import * as core from "./core.js";
+import { answerOf, invalidConfig } from "./errors.js";
 import { hex } from "./cursor.js";
+import { announce, writing } from "./postgres.js";
 
 /**
  * @typedef {{ threadId: string, callId: string, tool: string, description: string | null,
  *   inputs: unknown, message: string, requester: string | null, requestedAt: number }} RequestedCall
  * @typedef {{ hook: ((args: any) => unknown) | null, to: ((call: RequestedCall) => unknown) | null,
  *   remind: number[], escalateTo: ((call: RequestedCall) => unknown) | null,
- *   escalateAfterMs: number, pollMs: number, claimMs: number, retryMs: number,
+ *   escalateAfterMs: number, expireFrom: "request" | "delivery", pollMs: number, claimMs: number, retryMs: number,
  *   maxRetryMs: number, batch: number }} RequestOptions
  */
 
-const KEYS = ["to", "remind", "escalateTo", "escalateAfterMs", "pollMs", "claimMs", "retryMs",
-  "maxRetryMs"];
+const KEYS = ["to", "remind", "escalateTo", "escalateAfterMs", "expireFrom", "pollMs", "claimMs",
+  "retryMs", "maxRetryMs"];
 
 /**
  * The `onApprovalRequested` and `approvalRequests` options, checked.
@@ -64,11 +66,15 @@ export function requestOptionsOf(hook, given, push) {
   }
   const out = { hook: /** @type {any} */ (hook) ?? null, to: o.to ?? null, remind,
     escalateTo: o.escalateTo ?? null, escalateAfterMs: o.escalateAfterMs ?? 3_600_000,
+    expireFrom: o.expireFrom ?? "request",
     pollMs: o.pollMs ?? 5000, claimMs: o.claimMs ?? 60_000, retryMs: o.retryMs ?? 1000,
     maxRetryMs: o.maxRetryMs ?? 300_000, batch: 32 };
   for (const k of ["escalateAfterMs", "pollMs", "claimMs", "retryMs", "maxRetryMs"]) {
     const v = /** @type {any} */ (out)[k];
     if (!Number.isInteger(v) || v <= 0) throw invalidConfig(`approvalRequests.${k} must be a positive integer`);
+  }
+  if (o.expireFrom !== undefined && o.expireFrom !== "request" && o.expireFrom !== "delivery") {
+    throw invalidConfig('approvalRequests.expireFrom must be "request" or "delivery"');
   }
   if (o.escalateAfterMs !== undefined && !o.escalateTo) {
     throw invalidConfig("approvalRequests.escalateAfterMs needs escalateTo");
@@ -278,24 +284,53 @@ export class Outbox {
       return;
     }
     this.delivered++;
-    // Marked sent, and what follows a first delivery due in turn, in one statement.
+    const deliveredAt = Date.now();
+    // Marked sent, what follows a first delivery due in turn, and (with `expireFrom:
+    // "delivery"`) the call's deadline moved, in one transaction, only while the claim is this
+    // instance's: a delivery counts once.
     const follow = reason !== "request" ? [] : [
       ...this.o.remind.map((ms, i) => ({ kind: "reminder", n: i + 1, ms })),
       ...(this.o.escalateTo ? [{ kind: "escalation", n: 0, ms: this.o.escalateAfterMs }] : []),
     ];
     for (const f of follow) this.soonest = Math.min(this.soonest, Date.now() + f.ms);
-    await pool.query(`WITH sent AS (
-        UPDATE gatehouse_requests SET state = 'sent', sent_at = clock_timestamp(), claim = NULL,
-          error = NULL
-        WHERE id = $1 AND claim = $2 RETURNING thread, call_id, message, call, created_at)
-      INSERT INTO gatehouse_requests (id, thread, call_id, message, kind, n, due_at, call, created_at)
-      SELECT f.id, s.thread, s.call_id, s.message, f.kind, f.n,
-        clock_timestamp() + f.ms * interval '1 millisecond', s.call, s.created_at
-      FROM sent s, unnest($3::text[], $4::text[], $5::int[], $6::float8[]) AS f(id, kind, n, ms)
-      ON CONFLICT (thread, message, call_id, kind, n) DO NOTHING`,
-    [row.id, claim, follow.map(() => `req_${hex(crypto.getRandomValues(new Uint8Array(12)))}`),
-      follow.map((f) => f.kind), follow.map((f) => f.n), follow.map((f) => f.ms)]).catch(() => {});
+    await writing(this.ctx, async (c) => {
+      const sent = await c.query(`WITH sent AS (
+          UPDATE gatehouse_requests SET state = 'sent', sent_at = clock_timestamp(), claim = NULL,
+            error = NULL
+          WHERE id = $1 AND claim = $2 RETURNING thread, call_id, message, call, created_at),
+        follow AS (
+          INSERT INTO gatehouse_requests (id, thread, call_id, message, kind, n, due_at, call, created_at)
+          SELECT f.id, s.thread, s.call_id, s.message, f.kind, f.n,
+            clock_timestamp() + f.ms * interval '1 millisecond', s.call, s.created_at
+          FROM sent s, unnest($3::text[], $4::text[], $5::int[], $6::float8[]) AS f(id, kind, n, ms)
+          ON CONFLICT (thread, message, call_id, kind, n) DO NOTHING)
+        SELECT count(*)::int AS n FROM sent`,
+      [row.id, claim, follow.map(() => `req_${hex(crypto.getRandomValues(new Uint8Array(12)))}`),
+        follow.map((f) => f.kind), follow.map((f) => f.n), follow.map((f) => f.ms)]);
+      if (sent.rows[0].n === 1 && reason === "request" && this.o.expireFrom === "delivery") {
+        await extendDeadline(this.ctx, c, row.thread, row.call_id, deliveredAt);
+      }
+      return { value: null, write: true };
+    }).catch(() => {});
   }
+}
+
+/**
+ * Counts a pending call's expiry from its first delivery: its deadline moved by the time
+ * between the request and now, under the thread's lock, one version on (the devices reload and
+ * re-arm their expiry timers). The core plans it (`planExtend`: never shorter, not once
+ * decided).
+ * @param {any} ctx @param {any} c @param {string} thread @param {string} callId @param {number} at
+ */
+async function extendDeadline(ctx, c, thread, callId, at) {
+  const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1 FOR UPDATE", [thread]);
+  const record = r.rows[0]?.record;
+  if (!record) return;
+  const plan = answerOf(core.planExtend(thread, record, callId, at));
+  if (!plan.changed) return;
+  await c.query("UPDATE gatehouse_threads SET version = $2, record = $3, updated_at = now() WHERE id = $1",
+    [thread, plan.version, plan.record]);
+  await announce(ctx, c, thread, plan.version);
 }
 
 /** The outbox's table: a thread's requests go with it. @param {any} c @param {string} id */

@@ -312,3 +312,46 @@ test("a link one handler made is taken by another on the same database (one shar
     await b.close();
   }
 });
+
+test('expireFrom "delivery": the deadline counts from the first delivery, once', async () => {
+  const timed = (requestedAt, timeout) => {
+    const body = structuredClone(gatedCall);
+    body.commit.run.audit[0].requestedAt = requestedAt;
+    body.commit.run.deadlines = [{ callId: "c1", at: requestedAt + timeout }];
+    return body;
+  };
+  // Requested 5 s ago with a 60 s timeout; the hook delivers now.
+  const requestedAt = Date.now() - 5000;
+  const { s, seen } = await server({ approvalRequests: { expireFrom: "delivery", remind: [100] } });
+  try {
+    const alice = client(s, "alice");
+    const committed = await applyAll(alice, "alice:expiry", [userMessage, timed(requestedAt, 60_000)]);
+    const version = committed.body.record.version;
+    await until(() => seen.of("alice:expiry").length === 2, 8000, "the request and its reminder");
+    const delivered = seen.of("alice:expiry")[0].at;
+    const after1 = await stored(s.pool, "alice:expiry");
+    assert.equal(after1.version, version + 1, "one version on: the devices reload");
+    const moved = after1.record.run.deadlines[0].at;
+    assert.ok(moved >= requestedAt + 60_000 + (delivered - requestedAt) - 50 && moved <= delivered + 60_000 + 200,
+      `deadline ${moved - delivered} ms after delivery`);
+    assert.equal((await stored(s.pool, "alice:expiry")).record.run.deadlines[0].at, moved, "a reminder does not move it again");
+    // A decision after the first deadline and before the moved one is in time.
+    const late = await alice.decide("alice:expiry", { commitId: "alice:d1", decisions: { c1: "approve" } },
+      { "x-test-now": String(requestedAt + 60_000 + 1000) });
+    assert.equal(late.status, 200, late.text);
+  } finally {
+    await s.close();
+  }
+  // Without it the same decision is too late.
+  const { s: s2 } = await server({ approvalRequests: {} });
+  try {
+    const alice = client(s2, "alice");
+    await applyAll(alice, "alice:expiry2", [userMessage, timed(requestedAt, 60_000)]);
+    const late = await alice.decide("alice:expiry2", { commitId: "alice:d1", decisions: { c1: "approve" } },
+      { "x-test-now": String(requestedAt + 60_000 + 1000) });
+    assert.equal(late.status, 409, late.text);
+    assert.equal(late.body.error.code, "expired");
+  } finally {
+    await s2.close();
+  }
+});

@@ -106,3 +106,8 @@ pub fn rows_window(
 pub fn missing_row(thread_id: &str, kind: &str, seq: f64) -> String {
     plan::missing_row(thread_id, kind, seq)
 }
+
+#[wasm_bindgen(js_name = planExtend)]
+pub fn plan_extend(thread_id: &str, record: &str, call_id: &str, delivered_ms: f64) -> String {
+    plan::plan_extend(thread_id, record, call_id, delivered_ms)
+}

@@ -450,4 +450,81 @@ mod tests {
         ));
         assert_eq!(v["status"], 400);
     }
+
+    #[test]
+    fn expiry_from_delivery_moves_an_open_deadline_by_the_delay_only() {
+        let mut r = serde_json::to_value(ThreadRecord::new("t", 0.0)).unwrap();
+        r["version"] = json!(3);
+        r["run"] = json!({"callMessageId": "m", "results": [], "gated": ["c1", "c2"],
+            "deadlines": [{"callId": "c1", "at": 1000}],
+            "audit": [{"seq": 1, "callId": "c1", "requestedAt": 400}, {"seq": 2, "callId": "c2", "requestedAt": 400}]});
+        let text = r.to_string();
+        let v = value(&plan_extend("t", &text, "c1", 700.0));
+        assert_eq!(
+            (
+                v["changed"].as_bool(),
+                v["version"].as_u64(),
+                v["deadline"].as_u64()
+            ),
+            (Some(true), Some(4), Some(1300))
+        );
+        let moved: ThreadRecord = serde_json::from_str(v["record"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            (moved.version, moved.run.unwrap().deadline("c1")),
+            (4, Some(1300))
+        );
+        // Delivered no later than requested, no deadline, or already decided: unchanged.
+        assert_eq!(
+            value(&plan_extend("t", &text, "c1", 400.0)),
+            json!({"changed": false})
+        );
+        assert_eq!(
+            value(&plan_extend("t", &text, "c2", 700.0)),
+            json!({"changed": false})
+        );
+        r["run"]["decisions"] = json!([{"callId": "c1", "approved": true, "inputs": {}}]);
+        assert_eq!(
+            value(&plan_extend("t", &r.to_string(), "c1", 700.0)),
+            json!({"changed": false})
+        );
+        assert_eq!(value(&plan_extend("t", "{}", "c1", 700.0))["status"], 500);
+    }
+}
+
+/// Expiry counted from delivery (docs/design.md, "Approval requests", `expireFrom`): the
+/// deadline of the pending call `call_id` moved by the time between its request and its first
+/// delivery, so the approver gets the whole `approvalTimeout` from the moment they were told.
+/// `{"changed": false}` when the call has no deadline, is not open, or would not move; else
+/// `{"changed": true, "version", "record"}`, one version on (every device reloads and re-arms
+/// its expiry timer). Never shortens a deadline.
+pub fn plan_extend(thread_id: &str, record: &str, call_id: &str, delivered_ms: f64) -> String {
+    let unchanged = json!({ "changed": false }).to_string();
+    let mut current = match read_stored(thread_id, record) {
+        Ok(r) => r,
+        Err(e) => return store_refusal(&e),
+    };
+    let delivered = delivered_ms.max(0.0) as u64;
+    let Some(run) = current.run.as_mut() else {
+        return unchanged;
+    };
+    let (Some(at), Some(requested)) = (
+        run.deadline(call_id),
+        run.audit(call_id).map(|a| a.requested_at),
+    ) else {
+        return unchanged;
+    };
+    if run.decisions.iter().any(|d| d.call_id == call_id) || delivered <= requested {
+        return unchanged;
+    }
+    let moved = at.saturating_add(delivered - requested);
+    run.set_deadline(call_id, Some(moved));
+    current.version += 1;
+    current.updated_at = current.updated_at.max(delivered_ms);
+    json!({
+        "changed": true,
+        "version": current.version,
+        "deadline": moved,
+        "record": serde_json::to_string(&current).unwrap_or_default(),
+    })
+    .to_string()
 }
