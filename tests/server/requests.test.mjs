@@ -75,6 +75,7 @@ test("the hook is called once per gated call, after the commit, with the call an
     // The commit replayed (the same commit id and body): no second request.
     const again = await alice.commit("alice:once", gatedCall);
     assert.equal(again.status, 200);
+    await until(async () => (await requests(s.pool, "alice:once"))[0]?.state === "sent", 8000, "the row marked sent");
     await s.handle.deliverRequests();
     await new Promise((r2) => setTimeout(r2, 300));
     assert.equal(seen.of("alice:once").length, 1);
@@ -95,9 +96,11 @@ test("a hook that throws is retried with backoff, under the same requestId, unti
     assert.equal(new Set(seen.of("alice:retry").map((x) => x.requestId)).size, 1);
     // Backoff: the second retry waited about twice the first.
     assert.ok(seen.of("alice:retry")[2].at - seen.of("alice:retry")[1].at >= 90, `${seen.of("alice:retry")[2].at - seen.of("alice:retry")[1].at} ms`);
-    const row = (await s.pool.query("SELECT state, error FROM gatehouse_requests WHERE thread = $1",
+    // Marked sent (just after the hook returned), its error cleared.
+    const row = async () => (await s.pool.query("SELECT state, error FROM gatehouse_requests WHERE thread = $1",
       ["alice:retry"])).rows[0];
-    assert.deepEqual(row, { state: "sent", error: null });
+    await until(async () => (await row()).state === "sent", 8000, "the row marked sent");
+    assert.deepEqual(await row(), { state: "sent", error: null });
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(seen.of("alice:retry").length, 3, "nothing after it succeeded");
   } finally {
@@ -129,6 +132,7 @@ test("reminders and escalation follow the first delivery until the call is decid
       const a2 = client(s2, "alice");
       await applyAll(a2, "alice:decided", [userMessage, gatedCall]);
       await until(() => seen2.of("alice:decided").length === 1, 8000, "the request");
+      await until(async () => (await requests(s2.pool, "alice:decided")).length === 3, 8000, "the reminders due");
       const d = await a2.decide("alice:decided", { commitId: "alice:d1", decisions: { c1: "approve" } });
       assert.equal(d.status, 200, d.text);
       await new Promise((r) => setTimeout(r, 800));
