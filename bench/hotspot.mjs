@@ -1,54 +1,42 @@
-// The change feed's global hot spot (issue 38, item 3), measured: every write updates one row
-// (gatehouse_change_counter, id 1) and calls pg_notify in its transaction, so all commits of
-// all threads take one row lock, and Postgres's notify queue lock at commit. N devices, each
-// committing to its own thread as soon as answered, through one handler over a throwaway
-// Postgres, in three variants, alternated: as shipped; without NOTIFY (`notify: false`); and
-// without the counter row (its UPDATE replaced by a sequence's nextval: what the counter costs,
-// not a correct feed). Prints commits/s, p50/p99, and how often a sampled backend was waiting
-// on a lock, by kind (a row or transaction lock: the counter; an object lock: the notify
-// queue). Numbers are printed, never asserted.
+// The change feed's global hot spot (issue 38, item 3), measured. Until schema 6 every write
+// updated one row (gatehouse_change_counter, id 1) in its transaction, so all commits of all
+// threads waited on one row lock; now a change is numbered by its transaction id, and every
+// write still sends pg_notify with its commit (Postgres's notify queue lock, held at commit).
+// N devices, each committing to its own thread as soon as answered, through one handler over
+// a throwaway Postgres, as shipped and without NOTIFY (`notify: false`), alternated. Prints
+// commits/s, p50/p99, and how many backends a sample found waiting on a lock, by kind (a row
+// or transaction lock; an object lock: the notify queue). Numbers are printed, never asserted.
 //
-//   node bench/hotspot.mjs [--quick] [--devices 8,64,256] [--seconds 3]
+//   node bench/hotspot.mjs [--quick] [--devices 8,64,256] [--seconds 3] [--server PATH]
+//
+// --server: another build of gatehouse-agent/server's entry (default pkg/server.js), to compare
+// two versions of the handler on the same machine.
 import http from 'node:http';
+import path from 'node:path';
 import pg from 'pg';
 import { startPostgres } from '../tests/support/postgres.mjs';
 import { fixture } from '../tests/server/util.mjs';
 
-const arg = (name, dflt) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : dflt; };
-const quick = process.argv.includes('--quick');
-const DEVICES = arg('--devices', quick ? '8,64' : '8,64,256').split(',').map(Number);
-const SECONDS = Number(arg('--seconds', quick ? 1 : 3));
+const cli = import.meta.url === `file://${process.argv[1]}`;
+const arg = (name, dflt) => { const i = cli ? process.argv.indexOf(name) : -1; return i > 0 ? process.argv[i + 1] : dflt; };
 const q = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)]; };
 
-const COUNTER = /UPDATE gatehouse_change_counter SET seq = seq \+ 1 WHERE id = 1\s+RETURNING seq/;
-
-export async function measureHotspot({ log = console.error } = {}) {
-  const { createStoreHandler, toNodeListener } = await import('../pkg/server.js');
+export async function measureHotspot({ quick = false, log = console.error } = {}) {
+  const DEVICES = arg('--devices', quick ? '8,64' : '8,64,256').split(',').map(Number);
+  const SECONDS = Number(arg('--seconds', quick ? 1 : 3));
+  const entry = arg('--server', null);
+  const { createStoreHandler, toNodeListener } = await import(entry ? path.resolve(entry) : '../pkg/server.js');
   const cluster = await startPostgres();
   const pool = new pg.Pool({ connectionString: cluster.connectionString, max: 40 });
   pool.on('error', () => {});
-  await pool.query('CREATE SEQUENCE IF NOT EXISTS bench_change_seq START 1000000000000');
   const [first] = fixture('long-chat.json');
   const out = [];
   try {
-    const variants = {
-      shipped: { notify: true, counter: true },
-      'no NOTIFY': { notify: false, counter: true },
-      'no counter, no NOTIFY': { notify: false, counter: false },
-    };
+    const variants = { shipped: { notify: true }, 'no NOTIFY': { notify: false } };
     const servers = {};
     for (const [name, v] of Object.entries(variants)) {
-      // The variant without the counter rewrites that one statement on the handler's clients.
-      const wrap = (c) => {
-        if (v.counter || c.__wrapped) return c;
-        const query = c.query.bind(c);
-        c.query = (text, ...rest) => query(typeof text === 'string' && COUNTER.test(text)
-          ? "SELECT nextval('bench_change_seq') AS seq" : text, ...rest);
-        c.__wrapped = true;
-        return c;
-      };
       const handle = createStoreHandler({
-        pool: { query: (...a) => pool.query(...a), connect: async () => wrap(await pool.connect()), on: (...a) => pool.on(...a) },
+        pool,
         authorize: () => 'alice', notify: v.notify, basePath: '/g',
       });
       await handle.migrate();
@@ -140,6 +128,4 @@ export async function measureHotspot({ log = console.error } = {}) {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  await measureHotspot();
-}
+if (cli) await measureHotspot({ quick: process.argv.includes('--quick') });

@@ -190,6 +190,7 @@ export function buildRows(R, CFG) {
   if (rem) remoteRows(rem, section, info, notes);
   if (R.receipts) receiptRows(R.receipts, section, info);
   if (R.requests) requestRows(R.requests, section, info);
+  if (R.hotspot) hotspotRows(R.hotspot, section, info);
   if (R.local) localRows(R.local, section, info);
 
   notes.push('Columns: Gatehouse; the AI SDK app that persists like Gatehouse (its message list saved to IndexedDB with idb-keyval after every step, as the AI SDK\'s message-persistence guide does in onStepFinish/onFinish); the AI SDK app that keeps its list in memory only (persists nothing).');
@@ -217,6 +218,15 @@ function requestRows(r, section, info) {
   if (r.error) { info('requests', `error: ${r.error}`); return; }
   info(`commit → hook, one gated call at a time, p50 / p99 (${r.latency.n} calls; from the outbox row's insert in the commit)`, `${r.latency.p50} / ${r.latency.p99} ms`);
   info(`deliveries one handler sustains (${r.throughput.n} due, a hook that returns at once; the handler's start included)`, `${r.throughput.perSecond.toFixed(0)}/s (${r.throughput.seconds.toFixed(2)} s)`);
+}
+
+/** The change feed's hot spot (bench/hotspot.mjs): commits/s by devices, with and without NOTIFY. */
+function hotspotRows(r, section, info) {
+  section('Many devices at once (one handler, each device on its own thread; lock waits per sample)');
+  if (r.error) { info('hotspot', `error: ${r.error}`); return; }
+  for (const p of r) {
+    info(`  ${p.devices} devices, ${p.variant}`, `${p.rate.toFixed(0)}/s · p50 ${p.p50.toFixed(1)} / p99 ${p.p99.toFixed(1)} ms · waiting on a row lock ${p.rowWaits.toFixed(2)}, on NOTIFY ${p.notifyWaits.toFixed(2)}`);
+  }
 }
 
 /** Section 7: remote threads (bench/remote.mjs). Gatehouse only: the AI SDK has no counterpart. */

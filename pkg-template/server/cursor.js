@@ -25,7 +25,9 @@ export const fromBase64url = (text) =>
 /** A cursor for position `seq`. */
 export async function sealCursor(key, seq) {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const plain = new TextEncoder().encode(String(seq));
+  // "x": a position in transaction ids (schema 6). A cursor of the numbering before it opens
+  // as -1: before everything, so its reader is told to reset.
+  const plain = new TextEncoder().encode(`x${seq}`);
   const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, plain));
   const out = new Uint8Array(12 + sealed.length);
   out.set(iv);
@@ -54,9 +56,11 @@ export async function openCursor(key, text) {
   } catch {
     throw refuse();
   }
-  const seq = Number(new TextDecoder().decode(plain));
+  const opened = new TextDecoder().decode(plain);
+  const ours = opened.startsWith("x");
+  const seq = Number(ours ? opened.slice(1) : opened);
   if (!Number.isSafeInteger(seq) || seq < 0) throw refuse();
-  return seq;
+  return ours ? seq : -1;
 }
 
 /** The decision links' HMAC key (server/links.js) from its stored hex text. @param {string} text */

@@ -5,8 +5,11 @@
 import { openCursor, sealCursor } from "./cursor.js";
 import { Refusal, invalid } from "./errors.js";
 import { integer } from "./http.js";
-import { CHANNEL } from "./postgres.js";
+import { CHANNEL, changesSince } from "./postgres.js";
 import { identityOf, mayRead } from "./threads.js";
+
+// How soon a reader looks again when committed changes wait behind an older transaction.
+const AHEAD_MS = 25;
 
 export async function changes(ctx, request, q) {
   let poll = null;
@@ -52,7 +55,8 @@ export async function changes(ctx, request, q) {
   if (poll) {
     try {
       const got = await pollChanges(ctx, request, poll.since, poll.wait, mayReadThread);
-      return { ...got, cursor: await sealCursor(ctx.cursorKey, got.cursor) };
+      const { ahead: _ahead, ...answer } = got;
+      return { ...answer, cursor: await sealCursor(ctx.cursorKey, got.cursor) };
     } finally {
       close();
     }
@@ -67,20 +71,15 @@ export async function changes(ctx, request, q) {
 
 /** Notices after `since` the user may read, one per thread (its latest). */
 async function readChanges(pool, since, mayReadThread) {
-  const counter = await pool.query("SELECT seq, pruned FROM gatehouse_change_counter WHERE id = 1");
-  const { seq: top, pruned } = counter.rows[0];
-  if (since === null) return { changes: [], cursor: Number(top) };
-  const r = await pool.query(`SELECT seq, thread, version FROM gatehouse_changes
-    WHERE seq > $1 ORDER BY seq LIMIT 1000`, [since]);
+  const got = await changesSince(pool, since);
   const latest = new Map();
-  for (const row of r.rows) latest.set(row.thread, row.version === null ? null : Number(row.version));
-  const cursor = r.rows.length ? Number(r.rows[r.rows.length - 1].seq) : since;
+  for (const row of got.rows) latest.set(row.thread, row.version);
   const out = [];
   for (const [threadId, version] of latest) {
     if (await mayReadThread(threadId)) out.push({ threadId, version });
   }
-  const reset = since < Number(pruned) ? { reset: true } : {};
-  return { changes: out, cursor, ...reset };
+  const reset = got.reset ? { reset: true } : {};
+  return { changes: out, cursor: got.next, ahead: got.ahead, ...reset };
 }
 
 async function pollChanges(ctx, request, since, wait, mayReadThread) {
@@ -94,8 +93,10 @@ async function pollChanges(ctx, request, since, wait, mayReadThread) {
     }
     cursor = got.cursor;
     // With NOTIFY a waiting poll reads again only when woken (or at its deadline): an idle
-    // one costs no queries. Without it, every pollMs.
-    await ctx.feed.nextWake(deadline - Date.now(), request.signal, true);
+    // one costs no queries. Without it, every pollMs. Changes held back by an older
+    // transaction: again soon (its end may wake nobody).
+    await ctx.feed.nextWake(got.ahead ? Math.min(AHEAD_MS, deadline - Date.now()) : deadline - Date.now(),
+      request.signal, true);
   }
 }
 
@@ -115,6 +116,8 @@ export class ChangeFeed {
     this.pinger = null;
     this.draining = null;
     this.releasing = null;
+    this.aheadTimer = null;
+    this.aheadMs = 0;
     this.closed = false;
   }
 
@@ -221,8 +224,8 @@ export class ChangeFeed {
   }
 
   async stream(request, mayReadThread, onEnd = () => {}) {
-    const r = await this.pool.query("SELECT seq FROM gatehouse_change_counter WHERE id = 1");
-    if (this.cursor === null) this.cursor = Number(r.rows[0].seq);
+    const start = await changesSince(this.pool, null);
+    if (this.cursor === null) this.cursor = start.next;
     const encoder = new TextEncoder();
     const feed = this;
     let entry;
@@ -311,27 +314,48 @@ export class ChangeFeed {
     (async () => {
       do {
         run.again = false;
-        const r = await this.pool.query(`SELECT seq, thread, version FROM gatehouse_changes
-          WHERE seq > $1 ORDER BY seq LIMIT 1000`, [this.cursor]);
-        for (const row of r.rows) {
-          this.cursor = Number(row.seq);
-          const notice = JSON.stringify({ threadId: row.thread,
-            version: row.version === null ? null : Number(row.version) });
+        const got = await changesSince(this.pool, this.cursor);
+        this.cursor = got.next;
+        for (const row of got.rows) {
+          const notice = JSON.stringify({ threadId: row.thread, version: row.version });
           // No `id:` line: the position is the handler's, and would tell its write count.
           const text = `data: ${notice}\n\n`;
           await Promise.all([...this.streams].map(async (s) => {
             if (await s.mayReadThread(row.thread)) s.send(text);
           }));
         }
-        if (r.rows.length === 1000) run.again = true;
+        // Pruned past this stream's position: it ends, and its client reconnects and reloads.
+        if (got.reset) this.endStreams();
+        if (got.rows.length === 1000) run.again = true;
+        this.holdBack(got.ahead);
       } while (run.again && this.streams.size);
     })().catch(() => this.endStreams()).finally(() => {
       this.draining = null;
     });
   }
 
+  /**
+   * Changes wait beyond the window (an older transaction still runs): read again after a
+   * short delay, growing while it lasts (AHEAD_MS to pollMs), since its end may wake nobody.
+   * @param {boolean} ahead
+   */
+  holdBack(ahead) {
+    if (!ahead) {
+      this.aheadMs = 0;
+      return;
+    }
+    if (this.aheadTimer || this.closed) return;
+    this.aheadMs = Math.min(this.pollMs, Math.max(AHEAD_MS, (this.aheadMs || 0) * 2));
+    this.aheadTimer = setTimeout(() => {
+      this.aheadTimer = null;
+      if (this.streams.size) this.drain();
+    }, this.aheadMs);
+    this.aheadTimer.unref?.();
+  }
+
   close() {
     this.closed = true;
+    clearTimeout(this.aheadTimer);
     this.endStreams();
     for (const w of [...this.waiters]) w();
     return Promise.resolve(this.releaseIfIdle());

@@ -94,6 +94,19 @@ const MIGRATIONS = [
        subscription text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
     `CREATE INDEX gatehouse_push_identity ON gatehouse_push (identity)`,
   ],
+  // No global hot spot (docs/design.md, "The change stream"): a change is numbered by the id
+  // of the transaction that wrote it (`xid`), read in windows below the oldest transaction
+  // still running, instead of by the counter row every write updated (and every commit
+  // waited on). `seq` stays the key, from a sequence. The counter row keeps only `pruned`
+  // (now a transaction id); cursors of the old numbering read as reset.
+  [
+    `ALTER TABLE gatehouse_changes ADD COLUMN xid xid8 NOT NULL DEFAULT pg_current_xact_id()`,
+    `CREATE INDEX gatehouse_changes_xid ON gatehouse_changes (xid)`,
+    `CREATE SEQUENCE gatehouse_changes_seq`,
+    `SELECT setval('gatehouse_changes_seq',
+       (SELECT seq FROM gatehouse_change_counter WHERE id = 1) + 1, false)`,
+    `UPDATE gatehouse_change_counter SET pruned = 0 WHERE id = 1`,
+  ],
 ];
 
 /** The schema version this release writes. */
@@ -164,16 +177,48 @@ export async function runMigrations(pool) {
 // signed-in user how many writes the handler saw, and when: a sealed one differs at every
 // poll, whether anything was written or not, and one that was tampered with does not open.
 
-/** Appends to the change feed and wakes the listeners: last in the transaction. */
+/**
+ * Appends to the change feed and wakes the listeners. The row carries the transaction's id
+ * (the column's default), which orders the feed: nothing here is shared by two threads'
+ * writes, so commits of different threads do not wait on each other. The NOTIFY is sent with
+ * the commit (atomic with it: an idle reader is woken exactly when there is something).
+ */
 export async function announce(ctx, c, id, version) {
-  const r = await c.query(`UPDATE gatehouse_change_counter SET seq = seq + 1 WHERE id = 1
-    RETURNING seq`);
-  const seq = r.rows[0].seq;
-  await c.query("INSERT INTO gatehouse_changes (seq, thread, version) VALUES ($1, $2, $3)",
-    [seq, id, version]);
-  if (ctx.notify) {
-    await c.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify({ seq: String(seq) })]);
-  }
+  await c.query(`INSERT INTO gatehouse_changes (seq, thread, version)
+    VALUES (nextval('gatehouse_changes_seq'), $1, $2)`, [id, version]);
+  if (ctx.notify) await c.query("SELECT pg_notify($1, '')", [CHANNEL]);
+}
+
+/**
+ * The changes a reader at position `since` (a transaction id) has not seen, and its next
+ * position: every change of a transaction below the oldest one still running (all of those
+ * have ended, so none can appear later below it), read in one statement with that bound from
+ * the statement's own snapshot. `since` null: no changes, the position now. At most `limit`
+ * rows; a full page's next position is after its last transaction. `ahead`: committed changes
+ * wait beyond the window.
+ * @param {{ query: (text: string, values?: unknown[]) => Promise<{ rows: any[] }> }} pool
+ * @param {number | null} since
+ * @param {number} [limit]
+ */
+export async function changesSince(pool, since, limit = 1000) {
+  const r = await pool.query(`WITH top AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
+    SELECT (SELECT xmin::text FROM top) AS top,
+      (SELECT pruned FROM gatehouse_change_counter WHERE id = 1) AS pruned,
+      EXISTS (SELECT 1 FROM gatehouse_changes WHERE xid >= (SELECT xmin FROM top)) AS ahead,
+      c.xid::text AS xid, c.thread, c.version
+    FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT xid, thread, version, seq FROM gatehouse_changes
+      WHERE $1::text IS NOT NULL AND xid >= $1::text::xid8 AND xid < (SELECT xmin FROM top)
+      ORDER BY xid, seq LIMIT $2) c ON true`, [since === null ? null : String(since), limit]);
+  const top = Number(r.rows[0].top);
+  const pruned = Number(r.rows[0].pruned);
+  const rows = r.rows.filter((row) => row.xid !== null)
+    .map((row) => ({ thread: row.thread, version: row.version === null ? null : Number(row.version) }));
+  const full = rows.length === limit;
+  const next = since === null ? top : full ? Number(r.rows[r.rows.length - 1].xid) + 1 : top;
+  // `ahead`: changes committed past the window, held back by an older transaction still
+  // running. Its end may wake nobody (a rollback sends no NOTIFY; another app's transaction
+  // neither), so the reader looks again soon rather than waiting to be woken.
+  return { rows, next, reset: since !== null && since < pruned, ahead: r.rows[0].ahead === true };
 }
 
 /** Runs a writing transaction; this handler's own readers are woken once it committed. */
@@ -191,13 +236,15 @@ export async function writing(ctx, fn) {
  */
 export async function pruneChanges(pool, olderThanMs) {
   return transaction(pool, async (c) => {
-    const cut = await c.query(`SELECT max(seq) AS seq FROM gatehouse_changes
+    // The cut is a transaction id: every change below it goes, and a reader whose position is
+    // below it is told to reset.
+    const cut = await c.query(`SELECT max(xid)::text AS xid FROM gatehouse_changes
       WHERE created_at <= now() - $1 * interval '1 millisecond'`, [olderThanMs]);
-    const seq = cut.rows[0].seq;
-    if (seq === null) return { value: 0, write: false };
-    await c.query(`UPDATE gatehouse_change_counter SET pruned = greatest(pruned, $1)
-      WHERE id = 1`, [seq]);
-    const gone = await c.query("DELETE FROM gatehouse_changes WHERE seq <= $1", [seq]);
+    const xid = cut.rows[0].xid;
+    if (xid === null) return { value: 0, write: false };
+    await c.query(`UPDATE gatehouse_change_counter SET pruned = greatest(pruned, $1::bigint + 1)
+      WHERE id = 1`, [xid]);
+    const gone = await c.query("DELETE FROM gatehouse_changes WHERE xid <= $1::xid8", [xid]);
     return { value: gone.rowCount, write: true };
   });
 }

@@ -23,6 +23,12 @@ test('cursors: sealed, a new one each time, opened to the same position; tampere
     await assert.rejects(openCursor(key, bad), refused(400, 'invalid_request'), bad);
   }
   await assert.rejects(openCursor(other, a), refused(400, 'invalid_request'), 'another database');
+  // A cursor sealed before schema 6 (a plain count, no "x"): opened as -1, before everything,
+  // so that its reader is told to reset.
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, key, new TextEncoder().encode('41')));
+  const old = Buffer.concat([iv, sealed]).toString('base64url');
+  assert.equal(await openCursor(key, old), -1);
 });
 
 test('thread ids, query strings and integers are checked before anything is read', () => {

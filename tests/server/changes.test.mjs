@@ -265,3 +265,37 @@ test("SSE: a write made while the feed's LISTEN is still connecting reaches the 
     await c.close();
   }
 });
+
+test("a notice held back by an older transaction still running is sent once it ends, though it ends in a rollback that wakes nobody", async () => {
+  for (const s of [a, b, quiet]) s.grants.set("alice:held", ["bob"]);
+  await applyAll(client(a, "alice"), "alice:held", run.slice(0, 1));
+  const bob = await subscribe(b, "bob");
+  assert.match((await bob.next()).comment, /connected/);
+  // Another transaction of the database takes a transaction id and stays open: nothing
+  // written after it can be read past it (a reader must never skip a change that commits
+  // later with a lower number).
+  const other = new pg.Client({ connectionString: a.postgres.connectionString });
+  await other.connect();
+  await other.query("BEGIN");
+  await other.query("SELECT pg_current_xact_id()");
+  // A long poll from before the write, to check the same on the polling side.
+  const poll0 = await client(quiet, "bob").call("GET", "/changes?poll=1");
+  try {
+    await applyAll(client(a, "alice"), "alice:held", run.slice(1, 2));
+    const early = await bob.nextData(400);
+    assert.equal(early, null, "held back while the older transaction runs");
+    const held = await client(quiet, "bob").call("GET", `/changes?poll=1&since=${poll0.body.cursor}`);
+    assert.deepEqual(held.body.changes, []);
+    // It ends without a NOTIFY: the reader looks again by itself.
+    await other.query("ROLLBACK");
+    const t0 = Date.now();
+    const got = await bob.nextData(3000);
+    assert.deepEqual(got?.data, { threadId: "alice:held", version: 2 });
+    assert.ok(Date.now() - t0 < 2000, `${Date.now() - t0} ms`);
+    const polled = await client(quiet, "bob").call("GET", `/changes?poll=1&since=${held.body.cursor}`);
+    assert.deepEqual(polled.body.changes, [{ threadId: "alice:held", version: 2 }]);
+  } finally {
+    await other.end();
+    bob.close();
+  }
+});
