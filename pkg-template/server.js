@@ -19,7 +19,7 @@ import { MAX_PAGE, corsHeaders, integer, json, readQuery, refuseOrigin, threadId
 import { CHANGE_RETENTION_MS, pruneChanges, runMigrations } from "./server/postgres.js";
 import { rulesOf } from "./server/approvers.js";
 import { checkSigningKey, signingKeyOf } from "./server/receipts.js";
-import { commit, decide, lease, list, load, receipt, remove, rows } from "./server/threads.js";
+import { commit, decide, lease, list, load, openListCursor, receipt, remove, rows } from "./server/threads.js";
 import { Outbox, requestOptionsOf } from "./server/requests.js";
 import { Links, linkGet, linkPost } from "./server/links.js";
 import { Push, pushKey, pushOptionsOf, subscribe, unsubscribe } from "./server/push.js";
@@ -190,8 +190,11 @@ function routeOf(base, request) {
   const query = (allowed) => readQuery(url.searchParams, allowed);
   if (rest === "/threads") {
     if (m !== "GET") throw notFound();
-    query([]);
-    return { run: list };
+    const q = query(["before", "limit"]);
+    const limit = q.limit === undefined ? MAX_PAGE : integer(q.limit, "limit", MAX_PAGE);
+    if (limit < 1) throw invalid("limit must be at least 1");
+    const before = q.before === undefined ? null : openListCursor(q.before);
+    return { run: (ctx, req) => list(ctx, req, limit, before) };
   }
   if (rest.startsWith("/links/")) {
     const token = rest.slice("/links/".length);

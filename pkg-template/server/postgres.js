@@ -106,6 +106,14 @@ const MIGRATIONS = [
     `SELECT setval('gatehouse_changes_seq',
        (SELECT seq FROM gatehouse_change_counter WHERE id = 1) + 1, false)`,
     `UPDATE gatehouse_change_counter SET pruned = 0 WHERE id = 1`,
+    // Lists by page, newest first, from an index (docs/design.md, "A million threads"): the
+    // user's own threads, and those created before owners were kept.
+    `DROP INDEX gatehouse_threads_owner`,
+    `CREATE INDEX gatehouse_threads_owner ON gatehouse_threads (owner, updated_at DESC, id DESC)
+       WHERE record IS NOT NULL`,
+    `DROP INDEX gatehouse_threads_unowned`,
+    `CREATE INDEX gatehouse_threads_unowned ON gatehouse_threads (updated_at DESC, id DESC)
+       WHERE owner IS NULL AND record IS NOT NULL`,
   ],
 ];
 

@@ -328,7 +328,7 @@ async function extendDeadline(ctx, c, thread, callId, at) {
   if (!record) return;
   const plan = answerOf(core.planExtend(thread, record, callId, at));
   if (!plan.changed) return;
-  await c.query("UPDATE gatehouse_threads SET version = $2, record = $3, updated_at = now() WHERE id = $1",
+  await c.query("UPDATE gatehouse_threads SET version = $2, record = $3 WHERE id = $1",
     [thread, plan.version, plan.record]);
   await announce(ctx, c, thread, plan.version);
 }

@@ -3,7 +3,7 @@
 // (docs/design.md, "Across devices" and "Threat model").
 
 import * as core from "./core.js";
-import { hex } from "./cursor.js";
+import { base64url, fromBase64url, hex } from "./cursor.js";
 import { Refusal, answerOf, authorizeFailed, invalid } from "./errors.js";
 import { MAX_DECIDE_BYTES, MAX_ID_BYTES, json, readBody, requireJson, utf8Length } from "./http.js";
 import { announce, transaction, writing } from "./postgres.js";
@@ -199,10 +199,11 @@ function checkSizes(ctx, plan) {
 async function writePlan(c, id, plan, token, holder, creator = null) {
   // A thread's owner is the identity whose commit created it (or created it again after a
   // delete): the list's index.
+  // `updated_at` is the record's `updatedAt` (the handler's clock), which lists are ordered by.
   await c.query(`UPDATE gatehouse_threads SET version = $2, record = $3, lease_token = $4,
-    lease_who = $5, updated_at = now(),
+    lease_who = $5, updated_at = to_timestamp($7::float8 / 1000),
     owner = CASE WHEN record IS NULL THEN $6 ELSE owner END WHERE id = $1`,
-  [id, plan.version, plan.record, token, token === null ? null : holder, creator]);
+  [id, plan.version, plan.record, token, token === null ? null : holder, creator, plan.updatedAt]);
   for (const [table, list] of [["gatehouse_messages", plan.rows], ["gatehouse_audit", plan.audit]]) {
     if (list.length === 0) continue;
     await c.query(`INSERT INTO ${table} (thread, seq, json)
@@ -433,8 +434,9 @@ export async function lease(ctx, request, id) {
     const plan = answerOf(core.planLease(id, r.rows[0]?.record ?? undefined, body, at, holder));
     if (!plan.ok) return { value: '{"ok":false}', write: false };
     // A released lease takes its secret and holder with it.
-    await c.query(`UPDATE gatehouse_threads SET record = $2, lease_token = $3, lease_who = $4,
-      updated_at = now() WHERE id = $1`,
+    // (`updated_at` stays: a lease is no activity a thread list orders by.)
+    await c.query(`UPDATE gatehouse_threads SET record = $2, lease_token = $3, lease_who = $4
+      WHERE id = $1`,
     [id, plan.record, plan.leased ? token : null, plan.leased ? who : null]);
     // A release frees the thread for another device: tell them (the version is unchanged).
     if (asked.op === "release") await announce(ctx, c, id, plan.version);
@@ -457,12 +459,31 @@ export async function remove(ctx, request, id) {
   });
 }
 
+/** The position after a listed thread: its `updated_at` as Postgres writes it, and its id. */
+const listCursor = (row) => base64url(new TextEncoder().encode(JSON.stringify([row.at, row.id])));
+
+/** A list cursor, opened; `invalid_request` for anything that is not one. @param {string} text */
+export function openListCursor(text) {
+  try {
+    const v = JSON.parse(new TextDecoder().decode(fromBase64url(text)));
+    // A timestamptz as Postgres writes it (ISO date style), and an id.
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && typeof v[1] === "string" &&
+        /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2}){0,2}$/.test(v[0])) return v;
+  } catch {
+    // refused below
+  }
+  throw invalid("before is not a cursor of this list (pass the `next` of the previous page)");
+}
+
 /**
- * The user's threads: those it created (the owner index), those `sharedWith` names, and those
- * created before owners were kept. Ids first, from indexes: each is still asked of
- * `authorize` (`read`), and no record is read before it allows it.
+ * The user's threads, newest first, by page (`limit`, `before`: the previous page's `next`):
+ * those it created (the owner index, in `updated_at` order), those `sharedWith` names, and
+ * those created before owners were kept, merged in that order. Each source is read from its
+ * index up to the page's end, so a page costs the same whatever the table holds. Ids first:
+ * each is still asked of `authorize` (`read`), and no record is read before it allows it.
+ * `next` is null on the last page.
  */
-export async function list(ctx, request) {
+export async function list(ctx, request, limit, before) {
   const who = await identityOf(ctx, request, null, "list");
   let shared = [];
   if (ctx.sharedWith) {
@@ -475,28 +496,37 @@ export async function list(ctx, request) {
       throw new Refusal(500, "authorize_failed", "sharedWith must return a list of thread ids");
     }
   }
-  const ids = await ctx.pool.query(`SELECT id FROM gatehouse_threads
-      WHERE owner = $1 AND record IS NOT NULL
-    UNION SELECT id FROM gatehouse_threads
-      WHERE id = ANY($2::text[]) AND record IS NOT NULL
-    UNION SELECT id FROM gatehouse_threads
-      WHERE owner IS NULL AND record IS NOT NULL
-    ORDER BY id`, [who, shared]);
-  const allowed = await Promise.all(ids.rows.map((row) => mayRead(ctx, request, row.id)));
-  const readable = ids.rows.filter((_, i) => allowed[i]).map((row) => row.id);
-  if (readable.length === 0) return '{"threads":[]}';
+  const [at, after] = before ?? [null, null];
+  // Each source from its index, up to one more than the page (whether a next page exists).
+  const page = `record IS NOT NULL
+      AND ($3::timestamptz IS NULL OR (updated_at, id) < ($3::timestamptz, $4::text))
+      ORDER BY updated_at DESC, id DESC LIMIT $5`;
+  const source = (where) => `(SELECT id, updated_at, updated_at::text AS at FROM gatehouse_threads
+      WHERE ${where} AND ${page})`;
+  const ids = await ctx.pool.query(`SELECT id, at FROM (${source("owner = $1")}
+      UNION ${source("id = ANY($2::text[])")} UNION ${source("owner IS NULL")}) t
+    ORDER BY updated_at DESC, id DESC LIMIT $5`, [who, shared, at, after, limit + 1]);
+  const more = ids.rows.length > limit;
+  const rows = ids.rows.slice(0, limit);
+  const next = more ? listCursor(rows[rows.length - 1]) : null;
+  const allowed = await Promise.all(rows.map((row) => mayRead(ctx, request, row.id)));
+  const readable = rows.filter((_, i) => allowed[i]).map((row) => row.id);
+  if (readable.length === 0) return `{"threads":[],"next":${JSON.stringify(next)}}`;
   const r = await ctx.pool.query(`SELECT id, record FROM gatehouse_threads
-    WHERE id = ANY($1::text[]) AND record IS NOT NULL ORDER BY id`, [readable]);
+    WHERE id = ANY($1::text[]) AND record IS NOT NULL`, [readable]);
+  const byId = new Map(r.rows.map((row) => [row.id, row.record]));
   const texts = [];
-  for (const row of r.rows) {
+  for (const id of readable) {
+    const record = byId.get(id);
+    if (record === undefined) continue;
     try {
       // A list shows threads, not the MCP servers' tool lists they were run with.
-      texts.push(answerOf(core.listRecord(row.id, row.record)).record);
+      texts.push(answerOf(core.listRecord(id, record)).record);
     } catch {
       // An unreadable record is left out of the list (as the local stores do).
     }
   }
-  return `{"threads":[${texts.join(",")}]}`;
+  return `{"threads":[${texts.join(",")}],"next":${JSON.stringify(next)}}`;
 }
 
 // The change stream: SSE, or JSON long-polls, read from gatehouse_changes (docs/design.md,

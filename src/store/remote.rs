@@ -416,14 +416,34 @@ impl RemoteStore {
         Ok(rows)
     }
 
+    /// Every page of the user's threads, newest first (the handler pages by `next`).
     pub async fn list(&self) -> Result<Vec<ThreadRecord>, StoreError> {
-        let url = format!("{}/threads", self.base);
-        match self.call::<ThreadList>(Method::GET, &url, None).await {
-            Ok(l) => Ok(l.threads),
-            Err(e) => match self.offline(&e) {
-                Some(copy) => copy.list().await,
-                None => Err(e),
-            },
+        let mut threads = Vec::new();
+        let mut before: Option<String> = None;
+        loop {
+            let url = match &before {
+                None => format!("{}/threads", self.base),
+                Some(c) => format!(
+                    "{}/threads?before={}",
+                    self.base,
+                    js_sys::encode_uri_component(c)
+                ),
+            };
+            match self.call::<ThreadList>(Method::GET, &url, None).await {
+                Ok(page) => {
+                    threads.extend(page.threads);
+                    match page.next {
+                        Some(next) => before = Some(next),
+                        None => return Ok(threads),
+                    }
+                }
+                Err(e) => {
+                    return match self.offline(&e) {
+                        Some(copy) => copy.list().await,
+                        None => Err(e),
+                    };
+                }
+            }
         }
     }
 

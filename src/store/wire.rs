@@ -13,7 +13,7 @@
 //! | `POST B/threads/{id}/decide` | [`DecideRequest`](super::authority::DecideRequest) → [`DecideAnswer`] | `decide` |
 //! | `POST B/threads/{id}/lease` | [`LeaseRequest`] → [`Leased`] | `write` |
 //! | `DELETE B/threads/{id}` | → `{}` | `delete` |
-//! | `GET B/threads` | → [`ThreadList`] | `list`, then `read` per thread |
+//! | `GET B/threads?limit&before` | → [`ThreadList`] | `list`, then `read` per thread |
 //! | `GET B/changes` | → SSE of [`Change`] (or `?poll=1&since=…`: JSON) | `read` per thread |
 //!
 //! A refusal is a status and an [`ErrorBody`]: 400 `invalid_request`, 403 `unauthorized`,
@@ -184,10 +184,14 @@ pub struct RowsPage {
     pub rows: Vec<Row>,
 }
 
-/// `GET B/threads`: the records of the threads the user may read.
+/// `GET B/threads[?limit=N&before=C]`: the records of the threads the user may read, newest
+/// first, a page at a time; `next` is the `before` of the next page (absent or null on the last
+/// one, and from handlers that did not page).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadList {
     pub threads: Vec<ThreadRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// One notice of the change stream: the thread now stands at `version` (`null`: deleted).

@@ -333,7 +333,8 @@ test("a list reads no record the user may not read, and pages are capped", async
   const r = await client(s, "mallory").list();
   assert.equal(r.status, 200);
   assert.deepEqual(r.body.threads, []);
-  const read = s.queries.slice(from).filter((q) => /SELECT[^]*record/.test(q) && !/SELECT id FROM/.test(q));
+  // (The ids come from indexes: their query names `record` only to skip placeholders.)
+  const read = s.queries.slice(from).filter((q) => /SELECT[^]*record/.test(q) && !/^SELECT id, at FROM/.test(q));
   assert.deepEqual(read, [], "no record was read");
   const big = await client(s, "alice").rows("alice:listed", "messages", "?limit=4097");
   assert.equal(big.status, 400);

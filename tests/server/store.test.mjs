@@ -228,7 +228,7 @@ test("pages read backwards from the tail, oldest first, as page::window says", a
   assert.deepEqual((await a.rows("alice:nothing", "messages", "?limit=5")).body, { rows: [] });
 });
 
-test("the list holds only the threads authorize lets the user read, by id", async () => {
+test("the list holds only the threads authorize lets the user read, newest first", async () => {
   const a = client(s, "alice");
   const b = client(s, "bob");
   for (const id of ["alice:l2", "alice:l1"]) await applyAll(a, id, chat.slice(0, 1));
@@ -236,11 +236,13 @@ test("the list holds only the threads authorize lets the user read, by id", asyn
   s.grants.set("alice:l2", ["bob"]);
   const ids = async (c) =>
     (await c.list()).body.threads.map((r) => r.id).filter((id) => /:l\d$/.test(id));
-  assert.deepEqual(await ids(b), ["alice:l2", "bob:l1"]);
+  assert.deepEqual(await ids(b), ["bob:l1", "alice:l2"]);
   assert.deepEqual(await ids(a), ["alice:l1", "alice:l2"]);
-  const all = (await a.list()).body.threads.map((r) => r.id);
+  const records = (await a.list()).body.threads;
+  const all = records.map((r) => r.id);
   assert.ok(all.length > 2 && all.every((id) => id.startsWith("alice:")), all.join());
-  assert.deepEqual(all, [...all].sort(), "by id");
+  const times = records.map((r) => r.updatedAt);
+  assert.deepEqual(times, [...times].sort((x, y) => y - x), "newest first");
   const nobody = await client(s, null).list();
   assert.equal(nobody.status, 403);
   assert.equal(nobody.body.error.code, "unauthorized");
@@ -312,4 +314,33 @@ test("a user who may only decide cannot change the tool policies", async () => {
   const own = await a.commit("alice:approver", policy);
   assert.equal(own.status, 200, own.text);
   assert.deepEqual(own.body.record.policies, { delete_file: { autoApprove: true } });
+});
+
+test("the list by page: newest first, `next` until the last page; a cursor that is not one is refused", async () => {
+  const c = client(s, "pager");
+  const ids = Array.from({ length: 7 }, (_, i) => `pager:p${i}`);
+  // Written one after another, each a millisecond later by the handler's clock.
+  for (const [i, id] of ids.entries()) {
+    const r = await c.commit(id, chat[0], { "x-test-now": String(1_800_000_000_000 + i) });
+    assert.equal(r.status, 200, r.text);
+  }
+  const pages = [];
+  let next = null;
+  do {
+    const r = await c.call("GET", `/threads?limit=3${next ? `&before=${next}` : ""}`);
+    assert.equal(r.status, 200, r.text);
+    pages.push(r.body.threads.map((t) => t.id));
+    next = r.body.next;
+  } while (next);
+  assert.deepEqual(pages, [["pager:p6", "pager:p5", "pager:p4"], ["pager:p3", "pager:p2", "pager:p1"], ["pager:p0"]]);
+  const whole = await c.list();
+  assert.deepEqual(whole.body.threads.map((t) => t.id), [...ids].reverse());
+  assert.equal(whole.body.next, null);
+  for (const bad of ["nonsense", Buffer.from('["x","y"]').toString("base64url"), Buffer.from("[1,2]").toString("base64url")]) {
+    const r = await c.call("GET", `/threads?before=${bad}`);
+    assert.equal(r.status, 400, bad);
+    assert.equal(r.body.error.code, "invalid_request");
+  }
+  assert.equal((await c.call("GET", "/threads?limit=4097")).status, 400);
+  assert.equal((await c.call("GET", "/threads?limit=0")).status, 400);
 });

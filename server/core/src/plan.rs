@@ -132,7 +132,7 @@ pub fn list_record(thread_id: &str, text: &str) -> String {
 /// Plans a commit the way the local stores do (`plan_commit`), with the handler's writer and
 /// clock and the identity `authorize` returned. `record` is the stored record's text (`None`:
 /// never written), `tail` the text of the row at its `messageCount`, `row_after_tail` whether
-/// a row is stored after it. Answers `{"version", "record": text, "answer": text, "rows":
+/// a row is stored after it. Answers `{"version", "updatedAt", "record": text, "answer": text, "rows":
 /// [{seq, json}], "audit": [{seq, json}]}`, `answer` being the [`Committed`] body.
 #[allow(clippy::too_many_arguments)]
 pub fn plan_commit(
@@ -208,6 +208,7 @@ pub fn plan_commit(
             .unwrap_or_default();
             json!({
                 "version": p.record.version,
+                "updatedAt": p.record.updated_at,
                 "record": record_text,
                 "leased": p.record.lease.is_some(),
                 "answer": answer,
@@ -267,6 +268,7 @@ pub fn plan_decide(
             let answer = json!({ "record": p.record, "tail": tail_text }).to_string();
             json!({
                 "version": p.record.version,
+                "updatedAt": p.record.updated_at,
                 "record": record_text,
                 "leased": p.record.lease.is_some(),
                 "answer": answer,
