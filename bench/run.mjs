@@ -6,7 +6,7 @@
 //
 //   node bench/run.mjs [--quick] [--out DIR] [--only LIST]   (pkg/ must be built: ./scripts/build-pkg.sh)
 //
-// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,remote,hotspot,receipts,requests,local
+// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,remote,hotspot,scale,receipts,requests,local
 // (the memory section's 100,000-message cells come from reopen; local: the in-page model,
 // bench/local.mjs, which needs the test model of make setup-model).
 //
@@ -25,6 +25,7 @@ import { measureRemote } from './remote.mjs';
 import { measureReceipts } from './receipts.mjs';
 import { measureRequests } from './requests.mjs';
 import { measureHotspot } from './hotspot.mjs';
+import { measureScale } from './scale.mjs';
 import { writeReport } from './report.mjs';
 import { buildRows, formatTable, ms, kb, mb } from './table.mjs';
 
@@ -709,6 +710,7 @@ async function main() {
     if (wanted('receipts')) R.receipts = await guard('receipts', () => measureReceipts({ quick: QUICK, log }));
     if (wanted('requests')) R.requests = await guard('requests', () => measureRequests({ quick: QUICK, log }));
     if (wanted('hotspot')) R.hotspot = await guard('hotspot', () => measureHotspot({ quick: QUICK, log }));
+    if (wanted('scale')) R.scale = await guard('scale', () => measureScale({ quick: QUICK, log }));
     if (wanted('local')) R.local = await guard('local', () => measureLocal({ runs: QUICK ? 1 : 3 }));
   } finally {
     await context.close().catch(() => {});

@@ -191,6 +191,7 @@ export function buildRows(R, CFG) {
   if (R.receipts) receiptRows(R.receipts, section, info);
   if (R.requests) requestRows(R.requests, section, info);
   if (R.hotspot) hotspotRows(R.hotspot, section, info);
+  if (R.scale) scaleRows(R.scale, section, info);
   if (R.local) localRows(R.local, section, info);
 
   notes.push('Columns: Gatehouse; the AI SDK app that persists like Gatehouse (its message list saved to IndexedDB with idb-keyval after every step, as the AI SDK\'s message-persistence guide does in onStepFinish/onFinish); the AI SDK app that keeps its list in memory only (persists nothing).');
@@ -227,6 +228,16 @@ function hotspotRows(r, section, info) {
   for (const p of r) {
     info(`  ${p.devices} devices, ${p.variant}`, `${p.rate.toFixed(0)}/s · p50 ${p.p50.toFixed(1)} / p99 ${p.p99.toFixed(1)} ms · waiting on a row lock ${p.rowWaits.toFixed(2)}, on NOTIFY ${p.notifyWaits.toFixed(2)}`);
   }
+}
+
+/** A million threads (bench/scale.mjs): the same user's calls on an empty and a full database. */
+function scaleRows(r, section, info) {
+  section(`A large database (${r.threads?.toLocaleString('en')} threads, ${r.messages?.toLocaleString('en')} messages of other users; the user owns 50)`);
+  if (r.error) { info('scale', `error: ${r.error}`); return; }
+  for (const k of ['list', 'open', 'commit', 'delete']) {
+    info(`  ${k}, median: empty → full`, `${r.empty[k].p50.toFixed(2)} → ${r.full[k].p50.toFixed(2)} ms (${(r.full[k].p50 / r.empty[k].p50).toFixed(2)}×)`);
+  }
+  info('  filled by SQL in', `${r.fillSeconds.toFixed(0)} s (database ${r.size})`);
 }
 
 /** Section 7: remote threads (bench/remote.mjs). Gatehouse only: the AI SDK has no counterpart. */
