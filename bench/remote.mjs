@@ -33,7 +33,7 @@ const median = (xs) => q(xs, 0.5);
 const summary = (xs) => ({ n: xs.length, median: q(xs, 0.5), p95: q(xs, 0.95), p99: q(xs, 0.99), min: Math.min(...xs), max: Math.max(...xs) });
 
 /** CPU time (ms, user + system) of the cluster's processes: the postmaster and its children. */
-function postgresCpuMs(cluster) {
+export function postgresCpuMs(cluster) {
   const pm = cluster.pid();
   if (!pm) return NaN;
   const tick = 1000 / 100; // USER_HZ

@@ -6,7 +6,7 @@
 //
 //   node bench/run.mjs [--quick] [--out DIR] [--only LIST]   (pkg/ must be built: ./scripts/build-pkg.sh)
 //
-// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,remote,hotspot,scale,receipts,requests,local
+// --only takes a comma-separated subset of size,reopen,turns,approvals,stream,memory,remote,hotspot,handler,scale,receipts,requests,local
 // (the memory section's 100,000-message cells come from reopen; local: the in-page model,
 // bench/local.mjs, which needs the test model of make setup-model).
 //
@@ -26,6 +26,7 @@ import { measureReceipts } from './receipts.mjs';
 import { measureRequests } from './requests.mjs';
 import { measureHotspot } from './hotspot.mjs';
 import { measureScale } from './scale.mjs';
+import { measureHandlerCpu } from './handler-cpu.mjs';
 import { writeReport } from './report.mjs';
 import { buildRows, formatTable, ms, kb, mb } from './table.mjs';
 
@@ -710,6 +711,9 @@ async function main() {
     if (wanted('receipts')) R.receipts = await guard('receipts', () => measureReceipts({ quick: QUICK, log }));
     if (wanted('requests')) R.requests = await guard('requests', () => measureRequests({ quick: QUICK, log }));
     if (wanted('hotspot')) R.hotspot = await guard('hotspot', () => measureHotspot({ quick: QUICK, log }));
+    // The CPU without a profiler; where it goes from a second run under --cpu-prof (which costs).
+    if (wanted('handler')) R.handlerCpu = await guard('handler', async () => ({ ...await measureHandlerCpu({ quick: QUICK, log }),
+      profile: (await measureHandlerCpu({ quick: true, log, profile: true })).profile }));
     if (wanted('scale')) R.scale = await guard('scale', () => measureScale({ quick: QUICK, log }));
     if (wanted('local')) R.local = await guard('local', () => measureLocal({ runs: QUICK ? 1 : 3 }));
   } finally {

@@ -191,6 +191,7 @@ export function buildRows(R, CFG) {
   if (R.receipts) receiptRows(R.receipts, section, info);
   if (R.requests) requestRows(R.requests, section, info);
   if (R.hotspot) hotspotRows(R.hotspot, section, info);
+  if (R.handlerCpu) handlerRows(R.handlerCpu, section, info);
   if (R.scale) scaleRows(R.scale, section, info);
   if (R.local) localRows(R.local, section, info);
 
@@ -227,6 +228,18 @@ function hotspotRows(r, section, info) {
   if (r.error) { info('hotspot', `error: ${r.error}`); return; }
   for (const p of r) {
     info(`  ${p.devices} devices, ${p.variant}`, `${p.rate.toFixed(0)}/s · p50 ${p.p50.toFixed(1)} / p99 ${p.p99.toFixed(1)} ms · waiting on a row lock ${p.rowWaits.toFixed(2)}, on NOTIFY ${p.notifyWaits.toFixed(2)}`);
+  }
+}
+
+/** Where a commit's CPU goes (bench/handler-cpu.mjs): the handler in its own process. */
+function handlerRows(r, section, info) {
+  section(`CPU per commit, the handler in a process of its own (${r.devices ?? '?'} devices)`);
+  if (r.error) { info('handler CPU', `error: ${r.error}`); return; }
+  info('  handler / Postgres / the load\'s clients', `${r.handlerMs.toFixed(3)} / ${r.postgresMs.toFixed(3)} / ${r.clientsMs.toFixed(3)} ms (handler ${(r.handlerMs / r.postgresMs).toFixed(2)}× Postgres) at ${r.rate.toFixed(0)} commits/s`);
+  if (r.profile) {
+    const share = (t) => `${((t / r.profile.total) * 100).toFixed(1)}%`;
+    info('  handler self time by kind', Object.entries(r.profile.groups).map(([g, t]) => `${g} ${share(t)}`).join(', '));
+    info('  socket writes by caller', Object.entries(r.profile.writes).map(([k, t]) => `${k} ${share(t)}`).join(', '));
   }
 }
 

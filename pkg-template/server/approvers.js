@@ -236,20 +236,20 @@ export async function progressOf(ctx, c, id, tailText, who) {
 }
 
 /**
- * Notes who wrote the thread's latest user message (the requester of the calls it leads to),
- * after a commit that appended one.
- * @param {{ query: (text: string, values?: unknown[]) => Promise<unknown> }} c
- * @param {string} id
+ * Who becomes the thread's requester with a commit's rows: `who` when they append a user
+ * message (the author of the message the calls that follow answer), else null (unchanged).
  * @param {{ seq: number, json: string }[]} rows
  * @param {string | null} who
  */
-export async function noteRequester(c, id, rows, who) {
+export function requesterOf(rows, who) {
   const user = rows.some((r) => {
+    // Parsed only when it may be one: a row can be large.
+    if (!r.json.includes('"user"')) return false;
     try {
       return JSON.parse(r.json).role === "user";
     } catch {
       return false;
     }
   });
-  if (user) await c.query("UPDATE gatehouse_threads SET requester = $2 WHERE id = $1", [id, who]);
+  return user ? who : null;
 }

@@ -196,11 +196,25 @@ export function toNodeListener(handle) {
       res.writeHead(500).end();
       return;
     }
-    res.writeHead(response.status, Object.fromEntries(response.headers));
+    const head = Object.fromEntries(response.headers);
     if (!response.body) {
-      res.end();
+      res.writeHead(response.status, head).end();
       return;
     }
+    // An answer (not a stream): whole, with its length, in one write.
+    if (head["content-type"] !== "text/event-stream") {
+      let bytes;
+      try {
+        bytes = new Uint8Array(await response.arrayBuffer());
+      } catch {
+        res.writeHead(500).end();
+        return;
+      }
+      head["content-length"] = String(bytes.byteLength);
+      res.writeHead(response.status, head).end(bytes);
+      return;
+    }
+    res.writeHead(response.status, head);
     const reader = response.body.getReader();
     res.on("close", () => reader.cancel().catch(() => {}));
     try {

@@ -114,6 +114,11 @@ const MIGRATIONS = [
     `DROP INDEX gatehouse_threads_unowned`,
     `CREATE INDEX gatehouse_threads_unowned ON gatehouse_threads (updated_at DESC, id DESC)
        WHERE owner IS NULL AND record IS NOT NULL`,
+    // The record's `messageCount` beside it: a write locks the thread and reads its tail in
+    // one statement (docs/design.md, "A commit's statements").
+    `ALTER TABLE gatehouse_threads ADD COLUMN message_count bigint`,
+    `UPDATE gatehouse_threads SET message_count = (record::json->>'messageCount')::bigint
+       WHERE record IS NOT NULL`,
   ],
 ];
 

@@ -6,8 +6,8 @@ import * as core from "./core.js";
 import { base64url, fromBase64url, hex } from "./cursor.js";
 import { Refusal, answerOf, authorizeFailed, invalid } from "./errors.js";
 import { MAX_DECIDE_BYTES, MAX_ID_BYTES, json, readBody, requireJson, utf8Length } from "./http.js";
-import { announce, transaction, writing } from "./postgres.js";
-import { callsOf, count, judge, noteRequester, progressOf, sameCalls } from "./approvers.js";
+import { CHANNEL, announce, transaction, writing } from "./postgres.js";
+import { callsOf, count, judge, progressOf, requesterOf, sameCalls } from "./approvers.js";
 import { issueReceipts } from "./receipts.js";
 import { cancelRequests, recordRequests, removeRequests } from "./requests.js";
 
@@ -84,27 +84,40 @@ export async function rows(ctx, request, id, kind, before, limit) {
 }
 
 /**
- * Locks the thread's row (a placeholder while it has never been written): its record and the
- * lease's secret.
+ * Locks the thread's row (a placeholder while it has never been written) and reads, in the
+ * same statement, what a write needs under that lock: the record, the lease's secret and its
+ * holder, the commit log's row of `commitId` (null for a new one), the tail and whether a row
+ * follows it. One round trip for a thread that exists. The reads beside the lock see the
+ * statement's snapshot, taken before any wait for the lock: when another write committed
+ * during that wait (the locked row's version is not the snapshot's), they are read again.
+ * A new thread's placeholder is inserted first (`ON CONFLICT DO NOTHING`: two first writers
+ * take turns).
  */
-async function lockThread(c, id) {
-  await c.query(`INSERT INTO gatehouse_threads (id, version, record) VALUES ($1, 0, NULL)
-    ON CONFLICT (id) DO NOTHING`, [id]);
-  const r = await c.query(`SELECT record, lease_token, lease_who FROM gatehouse_threads
-    WHERE id = $1 FOR UPDATE`, [id]);
-  const row = r.rows[0];
-  return { record: row?.record ?? null, token: row?.lease_token ?? null, leaseWho: row?.lease_who ?? null };
+async function lockThread(c, id, commitId) {
+  const lock = () => c.query(`SELECT t.record, t.lease_token, t.lease_who, t.version,
+      (SELECT s.version FROM gatehouse_threads s WHERE s.id = $1) AS seen_version,
+      ${READS}
+    FROM gatehouse_threads t WHERE t.id = $1 FOR UPDATE OF t`, [id, commitId]);
+  let r = await lock();
+  if (!r.rows.length) {
+    await c.query(`INSERT INTO gatehouse_threads (id, version, record) VALUES ($1, 0, NULL)
+      ON CONFLICT (id) DO NOTHING`, [id]);
+    r = await lock();
+  }
+  let row = r.rows[0];
+  if (Number(row.version) !== Number(row.seen_version)) {
+    row = { ...row, ...(await c.query(`SELECT ${READS} FROM gatehouse_threads t WHERE t.id = $1`,
+      [id, commitId])).rows[0] };
+  }
+  return { record: row.record ?? null, token: row.lease_token ?? null, leaseWho: row.lease_who ?? null,
+    read: { seen: row.seen === null ? null : JSON.parse(row.seen), tail: row.tail ?? null, after: row.after === true } };
 }
 
-/** The record's tail and whether a row follows it, read under the thread's lock. */
-async function tailOf(c, id, rec) {
-  if (!rec) return { tail: null, after: false };
-  const t = await c.query(`SELECT
-    (SELECT json FROM gatehouse_messages WHERE thread = $1 AND seq = $2) AS tail,
-    EXISTS (SELECT 1 FROM gatehouse_messages WHERE thread = $1 AND seq > $2) AS after`,
-  [id, rec.messageCount]);
-  return { tail: t.rows[0].tail, after: t.rows[0].after };
-}
+// What a write reads under the thread's lock, beside it (`t` the thread's row).
+const READS = `(SELECT json_build_object('answer', answer, 'who', who, 'digest', digest,
+        'version', version)::text FROM gatehouse_commits WHERE thread = $1 AND commit_id = $2) AS seen,
+      (SELECT json FROM gatehouse_messages WHERE thread = $1 AND seq = t.message_count) AS tail,
+      EXISTS (SELECT 1 FROM gatehouse_messages WHERE thread = $1 AND seq > t.message_count) AS after`;
 
 // Node's own hash where there is one (synchronous, no trip through Web Crypto's thread pool);
 // Web Crypto elsewhere (Deno, Bun, Workers).
@@ -136,11 +149,8 @@ const newSecret = () => crypto.randomUUID();
  * refused, learning nothing. `{ answer }` (a refusal, or an answer logged before schema 2) or
  * `{ version }`, or null for a new commit id.
  */
-async function replayed(c, id, commitId, who, digest) {
-  const done = await c.query(`SELECT answer, who, digest, version FROM gatehouse_commits
-    WHERE thread = $1 AND commit_id = $2`, [id, commitId]);
-  if (!done.rows.length) return null;
-  const row = done.rows[0];
+function seenOf({ seen: row }, who, digest) {
+  if (row === null) return null;
   // Rows written before the maker was kept (schema 1) have none: any identity may replay.
   if ((row.who !== null && row.who !== who) || (row.digest !== null && row.digest !== digest)) {
     throw new Refusal(409, "commit_id_reused",
@@ -193,24 +203,43 @@ function checkSizes(ctx, plan) {
 }
 
 /**
- * Writes a plan's record, the lease's secret and its holder, and the rows (messages, and audit
- * records the server numbered).
+ * Writes a plan in one statement: the record, the lease's secret and its holder, the rows
+ * (messages, and audit records the server numbered), the requester (a user message's
+ * writer), the commit log's row, and the change notice with its NOTIFY (docs/design.md, "The
+ * change stream"). One round trip instead of one per table: most of a commit's cost in the
+ * handler was its statements' round trips (bench/handler-cpu.mjs).
+ * @param {any} ctx
+ * @param {any} c
+ * @param {string} id
+ * @param {any} plan
+ * @param {{ token: string | null, holder: string | null, creator?: string | null,
+ *   requester?: string | null, commitId: string, who: string, digest: string }} w
  */
-async function writePlan(c, id, plan, token, holder, creator = null) {
+async function writePlan(ctx, c, id, plan, w) {
   // A thread's owner is the identity whose commit created it (or created it again after a
-  // delete): the list's index.
-  // `updated_at` is the record's `updatedAt` (the handler's clock), which lists are ordered by.
-  await c.query(`UPDATE gatehouse_threads SET version = $2, record = $3, lease_token = $4,
-    lease_who = $5, updated_at = to_timestamp($7::float8 / 1000),
-    owner = CASE WHEN record IS NULL THEN $6 ELSE owner END WHERE id = $1`,
-  [id, plan.version, plan.record, token, token === null ? null : holder, creator, plan.updatedAt]);
-  for (const [table, list] of [["gatehouse_messages", plan.rows], ["gatehouse_audit", plan.audit]]) {
-    if (list.length === 0) continue;
-    await c.query(`INSERT INTO ${table} (thread, seq, json)
-      SELECT $1, * FROM unnest($2::bigint[], $3::text[])
-      ON CONFLICT (thread, seq) DO UPDATE SET json = EXCLUDED.json`,
-    [id, list.map((r) => r.seq), list.map((r) => r.json)]);
-  }
+  // delete): the list's index. `updated_at` is the record's `updatedAt` (the handler's clock),
+  // which lists are ordered by.
+  await c.query(`WITH t AS (
+      UPDATE gatehouse_threads SET version = $2, record = $3, lease_token = $4, lease_who = $5,
+        updated_at = to_timestamp($7::float8 / 1000), message_count = $18,
+        owner = CASE WHEN record IS NULL THEN $6 ELSE owner END,
+        requester = CASE WHEN $8::text IS NULL THEN requester ELSE $8 END
+      WHERE id = $1 RETURNING 1),
+    m AS (INSERT INTO gatehouse_messages (thread, seq, json)
+      SELECT $1, * FROM unnest($9::bigint[], $10::text[])
+      ON CONFLICT (thread, seq) DO UPDATE SET json = EXCLUDED.json RETURNING 1),
+    a AS (INSERT INTO gatehouse_audit (thread, seq, json)
+      SELECT $1, * FROM unnest($11::bigint[], $12::text[])
+      ON CONFLICT (thread, seq) DO UPDATE SET json = EXCLUDED.json RETURNING 1),
+    l AS (INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
+      VALUES ($1, $13, $14, $15, $2) RETURNING 1),
+    n AS (INSERT INTO gatehouse_changes (seq, thread, version)
+      VALUES (nextval('gatehouse_changes_seq'), $1, $2) RETURNING 1)
+    SELECT CASE WHEN $16::bool THEN pg_notify($17, '') END`,
+  [id, plan.version, plan.record, w.token, w.token === null ? null : w.holder, w.creator ?? null,
+    plan.updatedAt, w.requester ?? null, plan.rows.map((r) => r.seq), plan.rows.map((r) => r.json),
+    plan.audit.map((r) => r.seq), plan.audit.map((r) => r.json), w.commitId, w.who, w.digest,
+    ctx.notify, CHANNEL, plan.messageCount]);
 }
 
 export async function commit(ctx, request, id) {
@@ -225,9 +254,9 @@ export async function commit(ctx, request, id) {
   let requested = 0;
   const answer = await writing(ctx, async (c) => {
     requested = 0;
-    const { record: stored, token, leaseWho } = await lockThread(c, id);
+    const { record: stored, token, leaseWho, read } = await lockThread(c, id, commitId);
     const rec = recordOf(id, stored);
-    const seen = await replayed(c, id, commitId, who, digest);
+    const seen = seenOf(read, who, digest);
     if (seen !== null) {
       // The answer the maker lost: its lease's secret again, if the lease is still its own.
       const mine = token !== null && leaseWho === who && rec?.leaseOwner === owner;
@@ -236,7 +265,7 @@ export async function commit(ctx, request, id) {
     }
     // The lease is its holder's: the secret it was given, and the identity it was given to.
     const holder = token !== null && leaseWho === who && sameSecret(leaseToken, token);
-    const { tail, after } = await tailOf(c, id, rec);
+    const { tail, after } = read;
     const planned = core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body, at, who,
       holder);
     let plan;
@@ -256,13 +285,10 @@ export async function commit(ctx, request, id) {
     // The lease's secret: kept by its holder, new for a writer that takes the lease, none
     // once it is let go.
     const next = plan.leased ? (holder ? token : newSecret()) : null;
-    await writePlan(c, id, plan, next, who, who);
-    await noteRequester(c, id, plan.rows, who);
-    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
-      VALUES ($1, $2, $3, $4, $5)`, [id, commitId, who, digest, plan.version]);
+    await writePlan(ctx, c, id, plan, { token: next, holder: who, creator: who,
+      requester: requesterOf(plan.rows, who), commitId, who, digest });
     // The approval requests of the calls this commit left pending, in its transaction.
     requested = ctx.outbox ? await recordRequests(c, id, plan.rows) : 0;
-    await announce(ctx, c, id, plan.version);
     return { value: withToken(plan.answer, next), write: true };
   });
   if (answer instanceof Refusal) throw answer;
@@ -323,16 +349,16 @@ export async function decideAs(ctx, id, body, intent, who, at, before, underLock
   const ruled = decisions.some((d) => ctx.approvers.has(d.tool ?? ""));
   const digest = await digestOf(body);
   const answer = await writing(ctx, async (c) => {
-    const { record: stored, token, leaseWho } = await lockThread(c, id);
+    const { record: stored, token, leaseWho, read } = await lockThread(c, id, intent.commitId);
     const rec = recordOf(id, stored);
-    if (underLock) await underLock(c, (await tailOf(c, id, rec)).tail);
-    const seen = await replayed(c, id, intent.commitId, who, digest);
+    if (underLock) await underLock(c, read.tail);
+    const seen = seenOf(read, who, digest);
     if (seen !== null) {
       if (seen.answer) return { value: seen.answer, write: false };
-      const { tail } = await tailOf(c, id, replayedRecord(rec, seen.version));
-      return { value: `{"record":${rec.record},"tail":${JSON.stringify(tail)}}`, write: false };
+      replayedRecord(rec, seen.version);
+      return { value: `{"record":${rec.record},"tail":${JSON.stringify(read.tail)}}`, write: false };
     }
-    const { tail, after } = await tailOf(c, id, rec);
+    const { tail, after } = read;
     const now = callsOf(tail);
     if (decisions.some((d) => d.tool !== (now.get(d.callId)?.name ?? null)) ||
         (ruled && !sameCalls(now, calls))) {
@@ -365,15 +391,13 @@ export async function decideAs(ctx, id, body, intent, who, at, before, underLock
       return { value: e, write: true };
     }
     checkSizes(ctx, plan);
-    await writePlan(c, id, plan, plan.leased ? token : null, leaseWho);
-    await c.query(`INSERT INTO gatehouse_commits (thread, commit_id, who, digest, version)
-      VALUES ($1, $2, $3, $4, $5)`, [id, intent.commitId, who, digest, plan.version]);
+    await writePlan(ctx, c, id, plan, { token: plan.leased ? token : null, holder: leaseWho,
+      commitId: intent.commitId, who, digest });
     const applied = counted.body === body ? intent.decisions
       : answerOf(core.decideIntent(counted.body)).decisions;
     await issueReceipts(ctx, c, id, applied, plan.answer, who, at, counted.approvals);
     // A decided call is not requested again (reminders, escalation).
     if (ctx.outbox) await cancelRequests(c, id, applied.map((d) => d.callId));
-    await announce(ctx, c, id, plan.version);
     return { value: plan.answer, write: true };
   });
   if (answer instanceof Refusal) throw answer;

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, test } from "node:test";
+import pg from "pg";
 import { startStoreServer } from "../support/store-server.mjs";
 import { applyAll, client, fixture, stored, variant } from "./util.mjs";
 
@@ -343,4 +344,33 @@ test("the list by page: newest first, `next` until the last page; a cursor that 
   }
   assert.equal((await c.call("GET", "/threads?limit=4097")).status, 400);
   assert.equal((await c.call("GET", "/threads?limit=0")).status, 400);
+});
+
+test("a commit sent twice at once while the thread is locked: applied once, both copies answered as that success", async () => {
+  const alice = client(s, "alice");
+  const id = "alice:twice";
+  await applyAll(alice, id, chat.slice(0, 1));
+  // Another session holds the thread's row: both copies wait for the lock, inside their
+  // transactions; the second reads what the first wrote only once it has the lock.
+  const holder = new pg.Client({ connectionString: s.postgres.connectionString });
+  await holder.connect();
+  await holder.query("BEGIN");
+  await holder.query("SELECT 1 FROM gatehouse_threads WHERE id = $1 FOR UPDATE", [id]);
+  const copies = [alice.commit(id, chat[1]), alice.commit(id, chat[1])];
+  for (const deadline = Date.now() + 5000; ;) {
+    const waiting = await s.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF t%'`);
+    if (waiting.rows[0].n === 2) break;
+    assert.ok(Date.now() < deadline, "both copies reached the row lock");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await holder.query("COMMIT");
+  await holder.end();
+  const [a, b] = await Promise.all(copies);
+  assert.equal(a.status, 200, a.text);
+  assert.equal(b.status, 200, b.text);
+  assert.equal(a.body.record.version, 2);
+  assert.equal(b.body.record.version, 2);
+  const db = await stored(s.pool, id);
+  assert.deepEqual([db.version, db.messages.length, db.commits.length], [2, 2, 2]);
 });

@@ -132,7 +132,7 @@ pub fn list_record(thread_id: &str, text: &str) -> String {
 /// Plans a commit the way the local stores do (`plan_commit`), with the handler's writer and
 /// clock and the identity `authorize` returned. `record` is the stored record's text (`None`:
 /// never written), `tail` the text of the row at its `messageCount`, `row_after_tail` whether
-/// a row is stored after it. Answers `{"version", "updatedAt", "record": text, "answer": text, "rows":
+/// a row is stored after it. Answers `{"version", "updatedAt", "messageCount", "record": text, "answer": text, "rows":
 /// [{seq, json}], "audit": [{seq, json}]}`, `answer` being the [`Committed`] body.
 #[allow(clippy::too_many_arguments)]
 pub fn plan_commit(
@@ -209,6 +209,7 @@ pub fn plan_commit(
             json!({
                 "version": p.record.version,
                 "updatedAt": p.record.updated_at,
+                "messageCount": p.record.message_count,
                 "record": record_text,
                 "leased": p.record.lease.is_some(),
                 "answer": answer,
@@ -269,6 +270,7 @@ pub fn plan_decide(
             json!({
                 "version": p.record.version,
                 "updatedAt": p.record.updated_at,
+                "messageCount": p.record.message_count,
                 "record": record_text,
                 "leased": p.record.lease.is_some(),
                 "answer": answer,
