@@ -9,17 +9,19 @@
 // with `query()` and `release()`; `on("notification")` for LISTEN). Parameterized queries only.
 //
 // This module is the entry: the options and the routes. The rest, by job, in server/: errors,
-// http (answers, CORS, bodies, Node's http server), postgres (tables, transactions), cursor,
-// threads (the thread routes), feed (the change stream), receipts (signed approvals, and
-// their checks for backends), wasm (the core); core.js and
-// core_bg.wasm are the core itself.
+// http (answers, CORS, bodies, Node's http server), postgres (tables, transactions, the change
+// feed's reads), cursor, threads (the thread routes), list (the thread list), feed (the change
+// stream), receipts (signed approvals, and their checks for backends), approvers (approver
+// rules), requests (the approval requests' outbox), links (decision links), push (Web Push),
+// wasm (the core); core.js and core_bg.wasm are the core itself.
 import { GatehouseError, Refusal, invalid, invalidConfig, notFound, storageError } from "./server/errors.js";
 import { ChangeFeed, changes } from "./server/feed.js";
 import { MAX_PAGE, corsHeaders, integer, json, readQuery, refuseOrigin, threadIdOf } from "./server/http.js";
 import { CHANGE_RETENTION_MS, pruneChanges, runMigrations } from "./server/postgres.js";
 import { rulesOf } from "./server/approvers.js";
 import { checkSigningKey, signingKeyOf } from "./server/receipts.js";
-import { commit, decide, lease, list, load, openListCursor, receipt, remove, rows } from "./server/threads.js";
+import { commit, decide, lease, load, receipt, remove, rows } from "./server/threads.js";
+import { list, openListCursor } from "./server/list.js";
 import { Outbox, requestOptionsOf } from "./server/requests.js";
 import { Links, linkGet, linkPost } from "./server/links.js";
 import { Push, pushKey, pushOptionsOf, subscribe, unsubscribe } from "./server/push.js";

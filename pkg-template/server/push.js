@@ -155,6 +155,8 @@ function subscriptionOf(text, allowLoopback) {
   } catch {
     // checked below
   }
+  // (An index key: Postgres refuses a btree entry over ~2.7 KB.)
+  if (String(s.endpoint).length > 1024) throw invalid("a push subscription's endpoint has at most 1024 characters");
   const loopback = url !== null && ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
   if (!url || (loopback ? !allowLoopback : url.protocol !== "https:")) {
     throw invalid("a push subscription's endpoint is an https URL of a push service");

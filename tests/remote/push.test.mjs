@@ -285,7 +285,7 @@ test('a subscription belongs to its identity: another user can neither take nor 
   const rows = (await s.pool.query('SELECT identity FROM gatehouse_push WHERE endpoint = $1', [sub.json.endpoint])).rows;
   assert.deepEqual(rows, [{ identity: 'carol' }]);
   // Endpoints that are not a push service's are refused.
-  for (const endpoint of ['http://example.test/push', 'file:///etc/passwd', 'not a url']) {
+  for (const endpoint of ['http://example.test/push', 'file:///etc/passwd', 'not a url', `https://push.example.test/${'x'.repeat(2000)}`]) {
     const r = await as('carol').call('POST', '/push/subscriptions', { ...sub.json, endpoint });
     assert.equal(r.status, 400, endpoint);
   }
