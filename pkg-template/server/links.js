@@ -91,7 +91,7 @@ export class Links {
   /** The call `callId` if the tail of `thread` holds it pending. @param {string} thread @param {string} callId */
   async pendingCall(thread, callId) {
     const t = await this.ctx.pool.query(`SELECT m.json FROM gatehouse_threads t
-      JOIN gatehouse_messages m ON m.thread = t.id AND m.seq = (t.record::json->>'messageCount')::bigint
+      JOIN gatehouse_messages m ON m.thread = t.id AND m.seq = t.message_count
       WHERE t.id = $1`, [thread]);
     return pendingCallsOf(t.rows.map((x) => ({ seq: 0, json: x.json }))).find((x) => x.callId === callId) ?? null;
   }

@@ -252,7 +252,7 @@ export class Outbox {
     // Still pending? A call decided, or a thread gone, or moved on, is not requested again.
     const t = await pool.query(`SELECT m.json FROM gatehouse_threads t
       JOIN gatehouse_messages m ON m.thread = t.id
-        AND m.seq = (t.record::json->>'messageCount')::bigint
+        AND m.seq = t.message_count
       WHERE t.id = $1`, [row.thread]);
     const still = pendingCallsOf(t.rows.map((x) => ({ seq: 0, json: x.json })))
       .some((x) => x.message === row.message && x.callId === row.call_id);

@@ -414,7 +414,7 @@ export async function receipt(ctx, request, id, callId) {
   await identityOf(ctx, request, id, "write");
   const r = await ctx.pool.query(`SELECT r.receipt FROM gatehouse_receipts r
     JOIN gatehouse_threads t ON t.id = r.thread
-    JOIN gatehouse_messages m ON m.thread = t.id AND m.seq = (t.record::json->>'messageCount')::bigint
+    JOIN gatehouse_messages m ON m.thread = t.id AND m.seq = t.message_count
     WHERE r.thread = $1 AND r.call_id = $2 AND r.message = m.json::json->>'__id'
     ORDER BY r.created_at DESC, r.id LIMIT 1`, [id, callId]);
   if (!r.rows[0]) throw new Refusal(404, "no_receipt", "this call has no receipt");
@@ -425,7 +425,7 @@ export async function receipt(ctx, request, id, callId) {
 export async function callsBefore(pool, id) {
   const r = await pool.query(`SELECT t.requester, m.json FROM gatehouse_threads t
     LEFT JOIN gatehouse_messages m ON m.thread = t.id
-      AND m.seq = (t.record::json->>'messageCount')::bigint
+      AND m.seq = t.message_count
     WHERE t.id = $1`, [id]);
   return { calls: callsOf(r.rows[0]?.json ?? null), requester: r.rows[0]?.requester ?? null };
 }
