@@ -85,6 +85,7 @@ async function readChanges(pool, since, mayReadThread) {
 async function pollChanges(ctx, request, since, wait, mayReadThread) {
   const deadline = Date.now() + wait;
   let cursor = since;
+  let aheadMs = 0;
   for (;;) {
     const got = await readChanges(ctx.pool, cursor, mayReadThread);
     if (got.changes.length || got.reset || cursor === null || Date.now() >= deadline ||
@@ -94,9 +95,9 @@ async function pollChanges(ctx, request, since, wait, mayReadThread) {
     cursor = got.cursor;
     // With NOTIFY a waiting poll reads again only when woken (or at its deadline): an idle
     // one costs no queries. Without it, every pollMs. Changes held back by an older
-    // transaction: again soon (its end may wake nobody).
-    await ctx.feed.nextWake(got.ahead ? Math.min(AHEAD_MS, deadline - Date.now()) : deadline - Date.now(),
-      request.signal, true);
+    // transaction: again soon (its end may wake nobody), less often while it lasts.
+    aheadMs = got.ahead ? Math.min(ctx.feed.pollMs, Math.max(AHEAD_MS, aheadMs * 2)) : 0;
+    await ctx.feed.nextWake(Math.min(aheadMs || Infinity, deadline - Date.now()), request.signal, true);
   }
 }
 
