@@ -94,7 +94,7 @@ export async function rows(ctx, request, id, kind, before, limit) {
  * take turns).
  */
 async function lockThread(c, id, commitId) {
-  const lock = () => c.query(`SELECT t.record, t.lease_token, t.lease_who, t.version,
+  const lock = () => c.query(`SELECT t.record, t.lease_token, t.lease_who, t.version, t.message_count,
       (SELECT s.version FROM gatehouse_threads s WHERE s.id = $1) AS seen_version,
       ${READS}
     FROM gatehouse_threads t WHERE t.id = $1 FOR UPDATE OF t`, [id, commitId]);
@@ -110,7 +110,24 @@ async function lockThread(c, id, commitId) {
       [id, commitId])).rows[0] };
   }
   return { record: row.record ?? null, token: row.lease_token ?? null, leaseWho: row.lease_who ?? null,
-    read: { seen: row.seen === null ? null : JSON.parse(row.seen), tail: row.tail ?? null, after: row.after === true } };
+    read: { seen: row.seen === null ? null : JSON.parse(row.seen), tail: row.tail ?? null,
+      after: row.after === true, count: row.message_count === null ? null : Number(row.message_count) } };
+}
+
+/**
+ * The record decides where the tail is, not the column beside it: when they disagree (a
+ * record changed by something other than the handler), the tail and what follows it are read
+ * again at the record's count, so that the core judges the rows as the record counts them.
+ * @param {any} c @param {string} id @param {string} commitId
+ * @param {{ messageCount: number } | null} rec @param {any} read
+ */
+async function atRecordsCount(c, id, commitId, rec, read) {
+  const count = rec ? rec.messageCount : null;
+  if (count === read.count) return read;
+  const r = await c.query(`SELECT ${READS.replaceAll("t.message_count", "$3::bigint")}`,
+    [id, commitId, count ?? -1]);
+  const row = r.rows[0];
+  return { seen: read.seen, tail: rec ? row.tail : null, after: rec ? row.after === true : false, count };
 }
 
 // What a write reads under the thread's lock, beside it (`t` the thread's row).
@@ -254,8 +271,9 @@ export async function commit(ctx, request, id) {
   let requested = 0;
   const answer = await writing(ctx, async (c) => {
     requested = 0;
-    const { record: stored, token, leaseWho, read } = await lockThread(c, id, commitId);
+    const { record: stored, token, leaseWho, read: locked } = await lockThread(c, id, commitId);
     const rec = recordOf(id, stored);
+    const read = await atRecordsCount(c, id, commitId, rec, locked);
     const seen = seenOf(read, who, digest);
     if (seen !== null) {
       // The answer the maker lost: its lease's secret again, if the lease is still its own.
@@ -349,8 +367,9 @@ export async function decideAs(ctx, id, body, intent, who, at, before, underLock
   const ruled = decisions.some((d) => ctx.approvers.has(d.tool ?? ""));
   const digest = await digestOf(body);
   const answer = await writing(ctx, async (c) => {
-    const { record: stored, token, leaseWho, read } = await lockThread(c, id, intent.commitId);
+    const { record: stored, token, leaseWho, read: locked } = await lockThread(c, id, intent.commitId);
     const rec = recordOf(id, stored);
+    const read = await atRecordsCount(c, id, intent.commitId, rec, locked);
     if (underLock) await underLock(c, read.tail);
     const seen = seenOf(read, who, digest);
     if (seen !== null) {

@@ -434,7 +434,12 @@ impl RemoteStore {
                     threads.extend(page.threads);
                     match page.next {
                         Some(next) => before = Some(next),
-                        None => return Ok(threads),
+                        None => {
+                            // By id, byte-wise, as every store lists them (the handler pages
+                            // newest first; `listThreads` orders by `updatedAt` itself).
+                            threads.sort_by(|a, b| a.id.cmp(&b.id));
+                            return Ok(threads);
+                        }
                     }
                 }
                 Err(e) => {
