@@ -13,7 +13,7 @@ import * as core from "./core.js";
 import { Refusal, answerOf, invalid } from "./errors.js";
 import { base64url, fromBase64url, hex } from "./cursor.js";
 import { inputsDigest } from "./receipts.js";
-import { pendingCallsOf } from "./requests.js";
+import { pendingCall, pendingCallsOf } from "./requests.js";
 import { readBody } from "./http.js";
 import { callsBefore, decideAs } from "./threads.js";
 
@@ -77,7 +77,7 @@ export class Links {
       throw new GatehouseError("invalid_request", "decisionLink: expiresIn must be a positive integer (ms)");
     }
     await this.ctx.ready();
-    const pending = await this.pendingCall(call.threadId, call.callId);
+    const pending = await pendingCall(this.ctx.pool, call.threadId, call.callId);
     if (!pending) throw new GatehouseError("not_pending", "decisionLink: this call is not awaiting approval");
     /** @type {LinkClaims} */
     const claims = { v: VERSION, id: `lnk_${hex(crypto.getRandomValues(new Uint8Array(12)))}`,
@@ -86,14 +86,6 @@ export class Links {
     const body = base64url(encoder.encode(JSON.stringify(claims)));
     const sig = await crypto.subtle.sign("HMAC", this.ctx.linkKey, encoder.encode(body));
     return `${this.publicUrl}/links/${body}.${base64url(new Uint8Array(sig))}`;
-  }
-
-  /** The call `callId` if the tail of `thread` holds it pending. @param {string} thread @param {string} callId */
-  async pendingCall(thread, callId) {
-    const t = await this.ctx.pool.query(`SELECT m.json FROM gatehouse_threads t
-      JOIN gatehouse_messages m ON m.thread = t.id AND m.seq = t.message_count
-      WHERE t.id = $1`, [thread]);
-    return pendingCallsOf(t.rows.map((x) => ({ seq: 0, json: x.json }))).find((x) => x.callId === callId) ?? null;
   }
 
   /**
@@ -129,7 +121,7 @@ export class Links {
   async check(claims, c, tailText) {
     const used = await c.query("SELECT 1 FROM gatehouse_links WHERE id = $1", [claims.id]);
     if (used.rows.length) throw refused("link_used");
-    const call = tailText === undefined ? await this.pendingCall(claims.t, claims.c)
+    const call = tailText === undefined ? await pendingCall(this.ctx.pool, claims.t, claims.c)
       : pendingCallsOf(tailText ? [{ seq: 0, json: tailText }] : []).find((x) => x.callId === claims.c) ?? null;
     // Not pending: decided, rejected or expired, by someone else or in another way.
     if (!call) throw refused("link_decided");
@@ -153,7 +145,9 @@ export async function formDecision(request) {
 const PAGE_HEADERS = {
   "content-type": "text/html; charset=utf-8",
   "cache-control": "no-store",
-  "referrer-policy": "no-referrer",
+  // (Not "no-referrer": with it a browser sends `Origin: null` with the form, and the POST
+  // could not tell its own page from another site's.)
+  "referrer-policy": "same-origin",
   "x-robots-tag": "noindex",
   "x-frame-options": "DENY",
   "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
@@ -213,6 +207,14 @@ export async function linkGet(ctx, request, token) {
  */
 export async function linkPost(ctx, request, token) {
   try {
+    // A browser's form posts from the link's own page. Another site's page that learned a
+    // link cannot make a visitor's browser decide with it (a client with no Origin header, a
+    // mail client or a script holding the link, is not a browser's cross-site request).
+    const origin = request.headers.get("origin");
+    const own = ctx.links.publicUrl ? new URL(ctx.links.publicUrl).origin : null;
+    if (origin !== null && origin !== own) {
+      throw new Refusal(403, "origin_refused", `a decision link is answered from its own page, not from ${origin}`);
+    }
     const decision = await formDecision(request);
     const claims = await ctx.links.open(token);
     await ctx.links.check(claims, ctx.pool);

@@ -11,6 +11,9 @@ import { Refusal, invalid, invalidConfig } from "./errors.js";
 import { readBody, requireJson } from "./http.js";
 import { identityOf } from "./threads.js";
 
+/** Push subscriptions one identity may hold (its browsers and devices). */
+export const MAX_SUBSCRIPTIONS = 16;
+
 /**
  * @typedef {{ subject: string, publicKey: string, privateKey: string, ttlSeconds: number,
  *   openUrl: ((call: any) => string) | null, allowLoopback: boolean }} PushOptions
@@ -175,6 +178,13 @@ export async function subscribe(ctx, request) {
   requireJson(request);
   const who = await identityOf(ctx, request, null, "subscribe");
   const sub = subscriptionOf(await readBody(request, 4096), ctx.push.o.allowLoopback);
+  // Bounded per identity: each subscription is a push the handler sends for every request.
+  const held = await ctx.pool.query(`SELECT count(*)::int AS n,
+      bool_or(endpoint = $2) AS again FROM gatehouse_push WHERE identity = $1`, [who, sub.endpoint]);
+  if (!held.rows[0].again && held.rows[0].n >= MAX_SUBSCRIPTIONS) {
+    throw new Refusal(429, "too_many_subscriptions",
+      `at most ${MAX_SUBSCRIPTIONS} push subscriptions per user; unsubscribe one first`);
+  }
   const r = await ctx.pool.query(`INSERT INTO gatehouse_push (endpoint, identity, subscription)
     VALUES ($1, $2, $3)
     ON CONFLICT (endpoint) DO UPDATE SET subscription = EXCLUDED.subscription

@@ -107,6 +107,21 @@ export function pendingCallsOf(rows) {
 }
 
 /**
+ * The call `callId` if the tail of `thread` holds it awaiting approval (with its message's
+ * `__id`), else null: read without a lock (the outbox's and a link page's check; a decision
+ * checks again under the lock).
+ * @param {{ query: (text: string, values?: unknown[]) => Promise<{ rows: any[] }> }} pool
+ * @param {string} thread
+ * @param {string} callId
+ */
+export async function pendingCall(pool, thread, callId) {
+  const t = await pool.query(`SELECT m.json FROM gatehouse_threads t
+    JOIN gatehouse_messages m ON m.thread = t.id AND m.seq = t.message_count
+    WHERE t.id = $1`, [thread]);
+  return pendingCallsOf(t.rows.map((x) => ({ seq: 0, json: x.json }))).find((x) => x.callId === callId) ?? null;
+}
+
+/**
  * Writes the requests of the calls a commit left pending, in its transaction `c`: one row per
  * call (a call already requested is not requested again).
  * @param {{ query: (text: string, values?: unknown[]) => Promise<{ rowCount?: number | null }> }} c
@@ -250,13 +265,8 @@ export class Outbox {
     const mark = (sql, values = []) => pool.query(`UPDATE gatehouse_requests SET ${sql}
       WHERE id = $1 AND claim = $2`, [row.id, claim, ...values]);
     // Still pending? A call decided, or a thread gone, or moved on, is not requested again.
-    const t = await pool.query(`SELECT m.json FROM gatehouse_threads t
-      JOIN gatehouse_messages m ON m.thread = t.id
-        AND m.seq = t.message_count
-      WHERE t.id = $1`, [row.thread]);
-    const still = pendingCallsOf(t.rows.map((x) => ({ seq: 0, json: x.json })))
-      .some((x) => x.message === row.message && x.callId === row.call_id);
-    if (!still) {
+    const still = await pendingCall(pool, row.thread, row.call_id);
+    if (still?.message !== row.message) {
       await mark("state = 'cancelled', claim = NULL");
       return;
     }

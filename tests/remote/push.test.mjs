@@ -292,3 +292,40 @@ test('a subscription belongs to its identity: another user can neither take nor 
   assert.equal((await as('carol').call('DELETE', '/push/subscriptions', { endpoint: sub.json.endpoint })).status, 200);
   assert.equal((await s.pool.query('SELECT count(*)::int AS n FROM gatehouse_push WHERE endpoint = $1', [sub.json.endpoint])).rows[0].n, 0);
 });
+
+test('push subscriptions are bounded per identity, JSON only, and refused from an origin the handler does not list', async () => {
+  const as = (user) => client(s, user);
+  const made = [];
+  try {
+    for (let i = 0; i < 16; i++) {
+      const sub = keysForSubscription(`dave-${i}`);
+      made.push(sub.json.endpoint);
+      assert.equal((await as('dave').call('POST', '/push/subscriptions', sub.json)).status, 200);
+    }
+    const over = await as('dave').call('POST', '/push/subscriptions', keysForSubscription('dave-16').json);
+    assert.equal(over.status, 429);
+    assert.equal(over.body.error.code, 'too_many_subscriptions');
+    // The same endpoint again is a renewal, not one more.
+    assert.equal((await as('dave').call('POST', '/push/subscriptions', keysForSubscription('dave-0').json)).status, 200);
+    // A cross-site form cannot subscribe (JSON only).
+    const formPost = await as('dave').call('POST', '/push/subscriptions', 'endpoint=x', { 'content-type': 'application/x-www-form-urlencoded' });
+    assert.equal(formPost.status, 415);
+    const n = (await s.pool.query("SELECT count(*)::int AS n FROM gatehouse_push WHERE identity = 'dave'")).rows[0].n;
+    assert.equal(n, 16);
+  } finally {
+    for (const endpoint of made) await as('dave').call('DELETE', '/push/subscriptions', { endpoint });
+  }
+  // A handler that lists its app's origin refuses a page on another one, before anything is read.
+  const listed = await startStoreServer({ postgres: s.postgres, cors: { origin: 'https://app.example', credentials: true },
+    webPush: { subject: 'mailto:ops@example.test', publicKey: vapid.publicKey, privateKey: vapid.privateKey, allowLoopback: true } });
+  try {
+    const sub = keysForSubscription('erin');
+    const r = await client(listed, 'erin').call('POST', '/push/subscriptions', sub.json, { origin: 'https://evil.example' });
+    assert.equal(r.status, 403);
+    assert.equal(r.body.error.code, 'origin_refused');
+    assert.equal((await s.pool.query("SELECT count(*)::int AS n FROM gatehouse_push WHERE identity = 'erin'")).rows[0].n, 0);
+    assert.equal((await client(listed, 'erin').call('POST', '/push/subscriptions', sub.json, { origin: 'https://app.example' })).status, 200);
+  } finally {
+    await listed.close();
+  }
+});

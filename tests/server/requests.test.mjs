@@ -183,7 +183,8 @@ test("a decision link: GET shows the call and decides nothing; its POST decides 
       assert.match(html, /delete_file/);
       assert.match(html, /\/tmp\/a\.txt/);
       assert.match(html, /<form method="post">/);
-      assert.equal(g.headers.get("referrer-policy"), "no-referrer");
+      // The token never leaves in a Referer to another site; the form's own POST keeps its Origin.
+      assert.equal(g.headers.get("referrer-policy"), "same-origin");
       assert.equal(g.headers.get("cache-control"), "no-store");
     }
     const before = await stored(s.pool, "alice:link");
@@ -357,5 +358,26 @@ test('expireFrom "delivery": the deadline counts from the first delivery, once',
     assert.equal(late.body.error.code, "expired");
   } finally {
     await s2.close();
+  }
+});
+
+test("a link's form answers only from its own page: another site's page, or a hidden origin, decides nothing", async () => {
+  const { s } = await server();
+  try {
+    await applyAll(client(s, "alice"), "alice:csrf", [userMessage, gatedCall]);
+    const url = await s.handle.decisionLink({ threadId: "alice:csrf", callId: "c1" }, "bob");
+    const before = await stored(s.pool, "alice:csrf");
+    for (const origin of ["https://evil.example", "null", "http://127.0.0.1:1"]) {
+      const r = await fetch(url, { ...form("approve"), headers: { ...form("approve").headers, origin } });
+      assert.equal(r.status, 403, origin);
+      assert.match(await r.text(), /origin_refused/);
+    }
+    assert.deepEqual(await stored(s.pool, "alice:csrf"), before);
+    // From its own page (the handler's origin): decided, and the link spent.
+    const own = await fetch(url, { ...form("reject"), headers: { ...form("reject").headers, origin: s.origin } });
+    assert.equal(own.status, 200, await own.text());
+    assert.match((await stored(s.pool, "alice:csrf")).messages.at(-1)[1], /"approval":"rejected"/);
+  } finally {
+    await s.close();
   }
 });
