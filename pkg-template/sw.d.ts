@@ -19,8 +19,9 @@ export interface SubscribeOptions {
 }
 
 /**
- * Subscribes this browser to the signed-in user's approval requests. Rejects with an Error
- * whose `code` is the handler's (e.g. "unauthorized") or "network".
+ * Subscribes this browser to the signed-in user's approval requests. Rejects with a
+ * `GatehouseError` whose `code` is the handler's (e.g. "unauthorized",
+ * "too_many_subscriptions") or "network" (retryable).
  */
 export function subscribeToApprovals(
   registration: ServiceWorkerRegistration,

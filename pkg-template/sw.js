@@ -10,7 +10,11 @@
 // a summary of its inputs) and Approve and Reject actions. An action decides through the
 // handler's decide route, with the worker's cookies: as the signed-in user, whom the app's
 // `authorize` checks as for any decision. Tapping the body opens (or focuses) the thread.
-// No dependency, no wasm: this file is all the worker loads.
+// No dependency, no wasm: this file and the error class are all the worker loads.
+
+// The package's one error class (the build names its file, as for gatehouse.js): a refusal is
+// `instanceof GatehouseError` in the page, with the handler's code.
+import { GatehouseError } from "__ERROR_MODULE__";
 
 const TAG = "gatehouse:";
 
@@ -170,13 +174,11 @@ function baseOf(o) {
 
 /** @param {string} url @param {RequestInit} init */
 async function call(url, init) {
-  const r = await fetch(url, init);
+  const r = await fetch(url, init).catch((e) => {
+    throw new GatehouseError("network", `the store handler could not be reached: ${e?.message ?? e}`, true);
+  });
   const body = await r.json().catch(() => null);
-  if (!r.ok) {
-    const err = new Error(body?.error?.message ?? `HTTP ${r.status}`);
-    /** @type {any} */ (err).code = body?.error?.code ?? "network";
-    throw err;
-  }
+  if (!r.ok) throw new GatehouseError(body?.error?.code ?? "network", body?.error?.message ?? `HTTP ${r.status}`);
   return body;
 }
 

@@ -67,7 +67,8 @@ cp pkg-template/server.js pkg-template/server.d.ts pkg/
 ./scripts/build-server-core.sh
 # gatehouse-agent/sw: the service worker's approval notifications, and the page's
 # subscribeToApprovals (hand-written JS, no dependency).
-cp pkg-template/sw.js pkg-template/sw.d.ts pkg/
+sed "s|__ERROR_MODULE__|./$error_module|" pkg-template/sw.js > pkg/sw.js
+cp pkg-template/sw.d.ts pkg/
 # The modules the main wasm leaves out (it is built without the `demo` and `mcp` features),
 # each its own wasm that gatehouse.js imports only when an agent uses it: the demo model
 # (provider "demo" or no model) and the MCP client (`mcpServers`), with their shared loader.

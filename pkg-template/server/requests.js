@@ -16,7 +16,7 @@
 import * as core from "./core.js";
 import { answerOf, invalidConfig } from "./errors.js";
 import { hex } from "./cursor.js";
-import { announce, writing } from "./postgres.js";
+import { announce, transaction } from "./postgres.js";
 
 /**
  * @typedef {{ threadId: string, callId: string, tool: string, description: string | null,
@@ -89,6 +89,8 @@ export function requestOptionsOf(hook, given, push) {
 export function pendingCallsOf(rows) {
   const out = [];
   for (const r of rows) {
+    // Parsed only when it may hold one: every commit's rows pass here.
+    if (!r.json.includes('"pending"')) continue;
     let m;
     try {
       m = JSON.parse(r.json);
@@ -303,7 +305,7 @@ export class Outbox {
       ...(this.o.escalateTo ? [{ kind: "escalation", n: 0, ms: this.o.escalateAfterMs }] : []),
     ];
     for (const f of follow) this.soonest = Math.min(this.soonest, Date.now() + f.ms);
-    await writing(this.ctx, async (c) => {
+    const extended = await transaction(pool, async (c) => {
       const sent = await c.query(`WITH sent AS (
           UPDATE gatehouse_requests SET state = 'sent', sent_at = clock_timestamp(), claim = NULL,
             error = NULL
@@ -317,11 +319,12 @@ export class Outbox {
         SELECT count(*)::int AS n FROM sent`,
       [row.id, claim, follow.map(() => `req_${hex(crypto.getRandomValues(new Uint8Array(12)))}`),
         follow.map((f) => f.kind), follow.map((f) => f.n), follow.map((f) => f.ms)]);
-      if (sent.rows[0].n === 1 && reason === "request" && this.o.expireFrom === "delivery") {
+      const moved = sent.rows[0].n === 1 && reason === "request" && this.o.expireFrom === "delivery" &&
         await extendDeadline(this.ctx, c, row.thread, row.call_id, deliveredAt);
-      }
-      return { value: null, write: true };
-    }).catch(() => {});
+      return { value: moved, write: true };
+    }).catch(() => false);
+    // Only a moved deadline is news to this handler's readers.
+    if (extended) this.ctx.feed.wrote();
   }
 }
 
@@ -331,16 +334,18 @@ export class Outbox {
  * re-arm their expiry timers). The core plans it (`planExtend`: never shorter, not once
  * decided).
  * @param {any} ctx @param {any} c @param {string} thread @param {string} callId @param {number} at
+ * @returns {Promise<boolean>} whether it moved
  */
 async function extendDeadline(ctx, c, thread, callId, at) {
   const r = await c.query("SELECT record FROM gatehouse_threads WHERE id = $1 FOR UPDATE", [thread]);
   const record = r.rows[0]?.record;
-  if (!record) return;
+  if (!record) return false;
   const plan = answerOf(core.planExtend(thread, record, callId, at));
-  if (!plan.changed) return;
+  if (!plan.changed) return false;
   await c.query("UPDATE gatehouse_threads SET version = $2, record = $3 WHERE id = $1",
     [thread, plan.version, plan.record]);
   await announce(ctx, c, thread, plan.version);
+  return true;
 }
 
 /** The outbox's table: a thread's requests go with it. @param {any} c @param {string} id */

@@ -77,7 +77,8 @@ before(async () => {
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       pushes.push({ path: req.url, headers: req.headers, body: Buffer.concat(chunks) });
-      res.writeHead(201).end();
+      // A subscription its browser dropped: the push service says it is gone.
+      res.writeHead(req.url.includes('/gone') ? 410 : 201).end();
     });
   });
   await new Promise((r) => pushService.listen(0, '127.0.0.1', r));
@@ -110,7 +111,11 @@ before(async () => {
       const send = (type, text) => res.writeHead(200, { 'content-type': type, 'cache-control': 'no-store' }).end(text);
       if (url.pathname === '/') return send('text/html', PAGE);
       if (url.pathname === '/sw.js') return send('text/javascript', WORKER);
-      if (url.pathname === '/pkg/sw.js') return send('text/javascript', fs.readFileSync(path.join(ROOT, 'pkg/sw.js'), 'utf8'));
+      // The package's sw.js and the error module it imports, as the app's bundler or server
+      // would serve them.
+      if (url.pathname.startsWith('/pkg/') && url.pathname.endsWith('.js') && !url.pathname.includes('..')) {
+        return send('text/javascript', fs.readFileSync(path.join(ROOT, url.pathname.slice(1)), 'utf8'));
+      }
       return listener(req, res);
     },
   });
@@ -181,6 +186,18 @@ test('subscribeToApprovals in Chromium: the browser subscribes with the handler\
         return { error: `${e.name}: ${e.message}`, code: e.code ?? null };
       }
     });
+    // A handler that cannot be reached: a retryable GatehouseError (the package's own class),
+    // code "network".
+    const unreachable = await bob.page.evaluate(async () => {
+      const { GatehouseError } = await import('/pkg/gatehouse.js');
+      try {
+        await window.subscribeToApprovals(await navigator.serviceWorker.ready, { url: 'http://127.0.0.1:1/api' });
+        return null;
+      } catch (e) {
+        return { gatehouse: e instanceof GatehouseError, code: e.code, retryable: e.retryable };
+      }
+    });
+    assert.deepEqual(unreachable, { gatehouse: true, code: 'network', retryable: true });
     if (out.endpoint) {
       const rows = (await s.pool.query('SELECT identity FROM gatehouse_push WHERE endpoint = $1', [out.endpoint])).rows;
       assert.deepEqual(rows, [{ identity: 'bob' }]);
@@ -327,5 +344,25 @@ test('push subscriptions are bounded per identity, JSON only, and refused from a
     assert.equal((await client(listed, 'erin').call('POST', '/push/subscriptions', sub.json, { origin: 'https://app.example' })).status, 200);
   } finally {
     await listed.close();
+  }
+});
+
+test('a subscription the push service says is gone (410) is deleted; the others still get the push', async () => {
+  const live = keysForSubscription('frank');
+  const gone = keysForSubscription('gone-frank');
+  // A database of its own: no other handler's deliverer takes this request.
+  const to = await startStoreServer({ authorize: (request) => /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1] ?? null,
+    publicUrl: 'http://127.0.0.1:1/api',
+    approvalRequests: { to: () => ['frank'] },
+    webPush: { subject: 'mailto:ops@example.test', publicKey: vapid.publicKey, privateKey: vapid.privateKey, allowLoopback: true } });
+  try {
+    for (const sub of [live, gone]) assert.equal((await client(to, 'frank').call('POST', '/push/subscriptions', sub.json)).status, 200);
+    await applyAll(client(to, 'alice'), 'alice:gone', [userMessage, gatedCall]);
+    await until(() => received(live, 'frank').length >= 1, 10_000, 'the push to the live subscription');
+    await until(async () => (await to.pool.query('SELECT count(*)::int AS n FROM gatehouse_push WHERE endpoint = $1',
+      [gone.json.endpoint])).rows[0].n === 0, 10_000, 'the gone subscription deleted');
+    assert.equal((await to.pool.query('SELECT count(*)::int AS n FROM gatehouse_push WHERE endpoint = $1', [live.json.endpoint])).rows[0].n, 1);
+  } finally {
+    await to.close();
   }
 });

@@ -299,3 +299,18 @@ test("a notice held back by an older transaction still running is sent once it e
     bob.close();
   }
 });
+
+test("a cursor sealed before schema 6 (a change count, not a transaction id) is answered reset: the client reloads", async () => {
+  // Sealed as a handler before schema 6 did: the count alone, under the database's cursor key.
+  const key = (await a.pool.query("SELECT key FROM gatehouse_keys WHERE name = 'cursor'")).rows[0].key;
+  const aes = await crypto.subtle.importKey("raw", Buffer.from(key, "hex"), "AES-GCM", false, ["encrypt"]);
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, aes, new TextEncoder().encode("41")));
+  const old = Buffer.concat([iv, sealed]).toString("base64url");
+  const r = await client(quiet, "alice").call("GET", `/changes?poll=1&since=${old}`);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.reset, true);
+  // Its new cursor is of the new numbering: the next poll is not a reset.
+  const next = await client(quiet, "alice").call("GET", `/changes?poll=1&since=${r.body.cursor}`);
+  assert.equal(next.body.reset, undefined);
+});
