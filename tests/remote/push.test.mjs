@@ -167,10 +167,12 @@ function received(sub, tag) {
   });
 }
 
-async function until(f, ms, what) {
+async function until(f, ms, what, state = null) {
   const deadline = Date.now() + ms;
   while (!(await f())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${state ? `; it was ${JSON.stringify(await state())}` : ''}`);
+    }
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -251,9 +253,13 @@ test('a push shows the call with Approve and Reject; Approve decides once, as th
     const after1 = await stored(s.pool, 'alice:push');
     assert.match(after1.messages.at(-1)[1], /"approval":"approved"/);
     assert.match(JSON.stringify(after1.audit), /decidedBy[^,]*bob/);
+    // The tap closed it. (Waited for: Chromium closes a notification asynchronously, by its
+    // tag, so a close still on its way could take the replayed one, which has the same tag.)
+    await until(async () => (await bob.worker.evaluate(() => self.shown())).length === 0, 10_000, 'the tapped notification to close');
     // The same push again (a replay), and a second tap: nothing more is written.
     await bob.cdp.send('ServiceWorker.deliverPushMessage', { origin: s.origin, registrationId: bob.registrationId, data: payload });
-    await until(async () => (await bob.worker.evaluate(() => self.shown())).length === 1, 10_000, 'the replayed notification');
+    await until(async () => (await bob.worker.evaluate(() => self.shown())).length === 1, 10_000, 'the replayed notification',
+      () => bob.worker.evaluate(() => self.shown()));
     await bob.worker.evaluate(() => self.tap('approve'));
     await until(async () => (await bob.worker.evaluate(() => self.shown())).some((n) => n.title.startsWith('Not approved')), 10_000, 'the refusal notice');
     // (The refused decision's id is logged, as every refusal is, so a replay of it is refused
