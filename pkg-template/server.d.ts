@@ -275,6 +275,28 @@ export declare function toNodeListener(
   handle: (request: Request) => Promise<Response>,
 ): (req: any, res: any) => Promise<void>;
 
+/**
+ * A node-postgres `Pool` whose connections go to the primary of a high-availability Postgres:
+ * `connectionString` may name several hosts, as libpq's multi-host form does
+ * (`postgres://h1:5432,h2:5432/app?target_session_attrs=read-write`, what pg_auto_failover's
+ * `pg_autoctl show uri` prints). A new connection goes to the host that last took writes, or,
+ * after it failed, to the next; one whose server is in recovery is closed and the next host
+ * tried. Pass the app's `pg` module. `options` are the Pool's (`max`, timeouts, `onConnect`).
+ */
+export declare function primaryPool(
+  pg: { Pool: new (options?: any) => any; Client: new (options?: any) => any },
+  connectionString: string,
+  options?: Record<string, unknown>,
+): PrimaryPool;
+
+/** The `pg.Pool` primaryPool makes (what `createStoreHandler({ pool })` takes). */
+export interface PrimaryPool extends StorePool {
+  end(): Promise<void>;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  /** Where new connections go now (credentials left out), and how often that changed. */
+  primary(): { host: string | null; switches: number };
+}
+
 /** The version of the tables this release creates. */
 export declare const STORE_SCHEMA_VERSION: number;
 

@@ -13,7 +13,7 @@
 // feed's reads), cursor, threads (the thread routes), list (the thread list), feed (the change
 // stream), receipts (signed approvals, and their checks for backends), approvers (approver
 // rules), requests (the approval requests' outbox), links (decision links), push (Web Push),
-// wasm (the core); core.js and core_bg.wasm are the core itself.
+// primary (a pool that follows an HA Postgres's primary), wasm (the core); core.js and core_bg.wasm are the core itself.
 import { GatehouseError, Refusal, invalid, invalidConfig, notFound, storageError } from "./server/errors.js";
 import { ChangeFeed, changes } from "./server/feed.js";
 import { MAX_PAGE, corsHeaders, integer, json, readQuery, refuseOrigin, threadIdOf } from "./server/http.js";
@@ -31,6 +31,7 @@ export { GatehouseError } from "./server/errors.js";
 export { STORE_SCHEMA_VERSION } from "./server/postgres.js";
 export { toNodeListener } from "./server/http.js";
 export { consumeApproval, verifyApproval } from "./server/receipts.js";
+export { primaryPool } from "./server/primary.js";
 
 const OPTIONS = new Set([
   "pool", "basePath", "authorize", "maxBodyBytes", "now", "cors", "notify", "pollMs", "pingMs",

@@ -1,27 +1,14 @@
-// Stress on one remote thread (docs/design.md, "Across devices"): 3 devices (browser contexts:
-// their own IndexedDB, no shared Web Locks or BroadcastChannel) × 2 tabs each chat, approve,
-// reject, retry and refresh for GATEHOUSE_REMOTE_STRESS_SECONDS (default 60), while devices go
-// offline and come back and the store handler is restarted (Postgres stays). Then every device
-// comes back online, a fresh device finishes the thread, and what the tools recorded is compared
-// with the thread as Postgres keeps it. Counted, each must be 0: double executions, results
-// lost (a tool returned and the thread has no `ran:<id>` for it), messages lost or stored twice
-// (a chat that resolved must be stored exactly once), invalid model requests (the model
-// server's generated scenario validates every request), unexpected errors.
+// Stress on one remote thread (tests/remote/stress.mjs): 3 devices × 2 tabs for
+// GATEHOUSE_REMOTE_STRESS_SECONDS (default 60), devices going offline and back, and the store
+// handler restarted every 8–15 s (Postgres stays): nothing runs twice, nothing is lost.
 
 import { after, before, test } from 'node:test';
-import assert from 'node:assert/strict';
-import { run, setup, uid } from '../browser/harness.mjs';
+import { setup } from '../browser/harness.mjs';
 import { startPostgres } from '../support/postgres.mjs';
 import { bearer, startStoreServer } from '../support/store-server.mjs';
+import { DEVICES, rnd, sleep, stress } from './stress.mjs';
 
 const SECONDS = Number(process.env.GATEHOUSE_REMOTE_STRESS_SECONDS ?? 60);
-const DEVICES = 3;
-const TABS = 2;
-/** Codes a racing tab may get: another device ran first, the handler was down (`storage`), the
- *  model could not be reached from a device that went offline (`network`). */
-const EXPECTED = new Set(['conflict', 'busy', 'not_suspended', 'unknown_call_id', 'nothing_to_retry', 'storage', 'network']);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const rnd = (lo, hi) => lo + Math.floor(Math.random() * (hi - lo + 1));
 
 const h = await setup();
 let postgres;
@@ -39,212 +26,24 @@ after(async () => {
   await h.close();
 });
 
-/** Restarts the handler on its port (its in-flight requests and change streams are cut). */
-async function restartHandler() {
-  await store.close().catch(() => {});
-  store = await startStoreServer({ postgres, authorize, port: Number(port) });
-}
-
-/** In a page: opens `window.S.agent` on the thread with the tool, reporting executions. */
-async function openTab({ url, threadId, model, device, tab }) {
-  const { gh } = window;
-  window.S = { device, tab };
-  const tool = {
-    name: 'delete_file',
-    description: 'Delete a file',
-    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-    requireApproval: true,
-    execute: async (inputs, ctx) => {
-      await window.ghExec({ callId: ctx.callId, device, tab });
-      await new Promise((r) => setTimeout(r, Math.random() * 200));
-      return `ran:${ctx.callId}`;
-    },
-  };
-  window.S.agent = await gh.Agent.open({
-    threadId, model, tools: [tool],
-    storage: { kind: 'remote', url, headers: { authorization: `Bearer ${device}` } },
-  });
-  return window.S.agent.status();
-}
-
-/** In a page: one action; `{ outcome, status }` (outcome `ok:<status>` or `err:<code>`). */
-async function act({ kind, text }) {
-  const a = window.S.agent;
-  const codeOf = (e) => (e?.name === 'GatehouseError' ? e.code : `not a GatehouseError: ${e?.message ?? e}`);
-  try {
-    let r;
-    if (kind === 'chat') r = await a.chat(text);
-    else if (kind === 'retry') r = await a.retry();
-    else if (kind === 'refresh') { await a.refresh(); r = { status: 'refreshed' }; }
-    else {
-      const pending = a.pendingTools();
-      if (!pending.length) return { outcome: 'skip', status: a.status() };
-      const decisions = {};
-      for (const e of pending) {
-        decisions[e.callId] = e.approvalReason != null || Math.random() < 0.25 ? ['reject', 'no'] : 'approve';
-      }
-      r = await a.submitDecisions(decisions);
-    }
-    return { outcome: `ok:${r.status}`, status: a.status() };
-  } catch (e) {
-    return { outcome: `err:${codeOf(e)}`, status: a.status() };
-  }
-}
-
-/** What a tab at `status` does next. */
-function next(status) {
-  if (status === 'awaiting_approval') return Math.random() < 0.8 ? 'decide' : 'refresh';
-  if (status === 'interrupted') return Math.random() < 0.7 ? 'retry' : 'chat';
-  if (status === 'idle') return Math.random() < 0.85 ? 'chat' : 'refresh';
-  return 'refresh';
-}
-
-test(`${DEVICES} devices × ${TABS} tabs × ${SECONDS} s on one remote thread, offline flips and handler restarts: nothing runs twice, nothing is lost`,
+test(`${DEVICES} devices × 2 tabs × ${SECONDS} s on one remote thread, offline flips and handler restarts: nothing runs twice, nothing is lost`,
   { timeout: (SECONDS + 150) * 1000, skip: SECONDS > 0 ? false : 'duration 0' }, async (t) => {
-    const threadId = uid('stress');
-    const sc = await h.generatedScenario({ tool: 'delete_file', idPrefix: `call_r${process.pid}`, calls: [1, 2], delayMs: [0, 100] });
-    const execs = [];
-    const chats = [];
-    const errors = new Map();
-    const unexpected = [];
-    const devices = [];
-    for (let d = 0; d < DEVICES; d++) {
-      const context = await h.newContext();
-      t.after(() => context.close().catch(() => {}));
-      await context.exposeFunction('ghExec', (e) => { execs.push(e); });
-      const pages = [];
-      for (let k = 0; k < TABS; k++) {
-        const { page } = await h.open(t, { context });
-        await run(page, openTab, { url: store.url, threadId, model: sc.openai(), device: `device${d}`, tab: k });
-        pages.push(page);
-      }
-      devices.push({ context, pages, offline: false });
-    }
-
-    const t0 = Date.now();
-    let stop = false;
-    let counter = 0;
-    const counts = { actions: 0, offline: 0, restarts: 0 };
-    const tab = async (page, name) => {
-      let status = 'idle';
-      while (!stop) {
-        const kind = next(status);
-        const text = kind === 'chat' ? `msg ${name} #${++counter}` : undefined;
-        let r;
-        try {
-          r = await run(page, act, { kind, text }, 30_000);
-        } catch (e) {
-          unexpected.push(`${name} ${kind}: ${e.message}`);
-          break;
+    let restarts = 0;
+    await stress(h, t, {
+      label: 'remote stress',
+      seconds: SECONDS,
+      url: () => store.url,
+      // The handler restarts on its port (its in-flight requests and change streams are cut).
+      disrupt: async (stopped) => {
+        while (!stopped()) {
+          await sleep(rnd(8_000, 15_000));
+          if (stopped()) break;
+          await store.close().catch(() => {});
+          store = await startStoreServer({ postgres, authorize, port: Number(port) });
+          restarts++;
         }
-        counts.actions++;
-        status = r.status;
-        if (kind === 'chat') chats.push({ text, outcome: r.outcome });
-        if (r.outcome.startsWith('err:')) {
-          const code = r.outcome.slice(4);
-          errors.set(code, (errors.get(code) ?? 0) + 1);
-          if (!EXPECTED.has(code)) unexpected.push(`${name} ${kind}: ${code}`);
-        }
-        await sleep(rnd(50, 400));
-      }
-    };
-    const chaos = async () => {
-      let nextRestart = Date.now() + rnd(8_000, 15_000);
-      while (!stop) {
-        await sleep(rnd(2_000, 5_000));
-        if (stop) break;
-        const dev = devices[rnd(0, DEVICES - 1)];
-        dev.offline = true;
-        counts.offline++;
-        await dev.context.setOffline(true);
-        await sleep(rnd(1_000, 4_000));
-        await dev.context.setOffline(false);
-        dev.offline = false;
-        if (Date.now() > nextRestart && !stop) {
-          counts.restarts++;
-          await restartHandler();
-          nextRestart = Date.now() + rnd(8_000, 15_000);
-        }
-      }
-    };
-    const loops = devices.flatMap((d, i) => d.pages.map((p, k) => tab(p, `d${i}t${k}`)));
-    const chaosLoop = chaos();
-    await sleep(SECONDS * 1000);
-    stop = true;
-    await Promise.all([...loops, chaosLoop]);
-    for (const d of devices) await d.context.setOffline(false);
-
-    // A fresh device finishes the thread as a user would, and every device's outbox drains
-    // once it is online again (the change stream reopens). A message sent from an outbox is
-    // answered, and may bring calls to decide: the two go on until both are done.
-    const endCtx = await h.newContext();
-    t.after(() => endCtx.close().catch(() => {}));
-    await endCtx.exposeFunction('ghExec', (e) => { execs.push(e); });
-    const { page: end } = await h.open(t, { context: endCtx });
-    await run(end, openTab, { url: store.url, threadId, model: sc.openai(), device: 'end', tab: 0 });
-    // A tab whose outbox is being sent reports "running" (its run writes the queued input),
-    // not "queued": the end waits for those too, or it reads the thread before that write.
-    const queuedNow = async () => (await Promise.all(devices.flatMap((d) => d.pages.map((p) => run(p, () => window.S.agent.status())))))
-      .filter((st) => st === 'queued' || st === 'running').length;
-    const rounds = [];
-    for (let i = 0; i < 40; i++) {
-      const s = await run(end, async () => { await window.S.agent.refresh().catch(() => {}); return window.S.agent.status(); });
-      const queued = await queuedNow();
-      rounds.push(queued ? `${s}+${queued}q` : s);
-      if (s === 'idle' && queued === 0) break;
-      if (s === 'running' || s === 'idle' || s === 'queued') { await sleep(1_000); continue; }
-      await run(end, act, { kind: s === 'awaiting_approval' ? 'decide' : 'retry' }, 30_000);
-    }
-    const final = await run(end, async () => ({
-      status: window.S.agent.status(),
-      messages: await window.S.agent.messages(),
-      regated: (await window.S.agent.audit()).filter((r) => r.outcome === 'regated').map((r) => r.callId),
-    }), null, 30_000);
-
-    // What Postgres keeps against what happened.
-    const results = new Map();
-    const userTexts = new Map();
-    for (const m of final.messages) {
-      if (m.type === 'tool_call_result') for (const e of m.tools) results.set(e.callId, e.result);
-      if (m.role === 'user' && !m.type) {
-        const text = (m.content ?? []).map((b) => b.content).join('');
-        userTexts.set(text, (userTexts.get(text) ?? 0) + 1);
-      }
-    }
-    const byCall = new Map();
-    for (const e of execs) byCall.set(e.callId, (byCall.get(e.callId) ?? 0) + 1);
-    const doubles = [...byCall].filter(([, n]) => n > 1).map(([id, n]) => `${id} ×${n}`);
-    // A call cut off mid-flight (its device went offline, or the handler restarted, between
-    // the tool's start and its result's write) is re-gated, never re-sent ("Run ownership"):
-    // the audit trail says so, and whoever decides it again is told it may have run. Any other
-    // execution must have its result stored.
-    const regated = new Set(final.regated);
-    const cutOff = [...byCall.keys()].filter((id) => results.get(id) !== `ran:${id}` && regated.has(id));
-    const lost = [...byCall.keys()].filter((id) => results.get(id) !== `ran:${id}` && !regated.has(id))
-      .map((id) => `${id}: ${JSON.stringify(results.get(id) ?? null)}`);
-    const resolved = chats.filter((c) => c.outcome.startsWith('ok:'));
-    const lostMessages = resolved.filter((c) => !userTexts.has(c.text)).map((c) => `${c.text} (${c.outcome})`);
-    const twice = [...userTexts].filter(([, n]) => n > 1).map(([text, n]) => `${text} ×${n}`);
-    const gen = await sc.generated();
-
-    console.log(`remote stress: ${DEVICES} devices × ${TABS} tabs × ${SECONDS} s: ${counts.actions} actions, ` +
-      `${counts.offline} offline flips, ${counts.restarts} handler restarts; ${chats.length} chats ` +
-      `(${resolved.length} resolved, ${resolved.filter((c) => c.outcome === 'ok:queued').length} queued), ` +
-      `${byCall.size} calls executed (${cutOff.length} cut off and re-gated), ${final.messages.length} messages; errors ${JSON.stringify(Object.fromEntries(errors))}; ` +
-      `end rounds ${rounds.join(',')}; took ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-    console.log(`remote stress counts: double executions ${doubles.length}, results lost ${lost.length}, ` +
-      `messages lost ${lostMessages.length}, messages stored twice ${twice.length}, invalid model requests ${gen.invalidRequests}, ` +
-      `unexpected errors ${unexpected.length}`);
-    const problems = [];
-    const must0 = (label, items) => { if (items.length) problems.push(`${label}: ${items.length}\n  ${items.slice(0, 10).join('\n  ')}`); };
-    must0('double executions', doubles);
-    must0('results lost', lost);
-    must0('messages lost (resolved, not stored)', lostMessages);
-    must0('messages stored twice', twice);
-    must0('invalid model requests', (gen.problems ?? []).map((p) => `request ${p.request}: ${p.problem}`));
-    must0('unexpected errors', unexpected);
-    if (final.status !== 'idle') problems.push(`the end phase left the thread ${final.status} (${rounds.join(',')})`);
-    if (byCall.size < 2) problems.push(`only ${byCall.size} calls executed: too little work to mean anything`);
-    if (counts.restarts === 0 && SECONDS >= 30) problems.push('the handler was never restarted');
-    assert.ok(problems.length === 0, problems.join('\n'));
+      },
+      describe: () => `${restarts} handler restarts`,
+      check: () => (restarts === 0 && SECONDS >= 30 ? ['the handler was never restarted'] : []),
+    });
   });

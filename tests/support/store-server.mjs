@@ -28,12 +28,16 @@ export function bearer(request) {
 
 export async function startStoreServer({
   postgres, authorize, basePath = "/api/gatehouse", poolSize = 20, port = 0, wrap = (l) => l,
-  logQueries = false, onListen = null, wrapPool = null, ...options
+  logQueries = false, onListen = null, wrapPool = null, makePool = null, wrapHandle = (h) => h,
+  ...options
 } = {}) {
   const { createStoreHandler, toNodeListener } = await import(serverModule);
   const ownPostgres = !postgres;
   const cluster = postgres ?? await startPostgres();
-  const pool = new pg.Pool({ connectionString: cluster.connectionString, max: poolSize });
+  // With `makePool`, the pool is what it makes of the connection string (a primaryPool over
+  // an HA formation: tests/failover).
+  const pool = makePool ? makePool(cluster.connectionString, poolSize)
+    : new pg.Pool({ connectionString: cluster.connectionString, max: poolSize });
   // A killed Postgres makes idle clients fail: the pool reports it here, not as a crash.
   pool.on("error", () => {});
   // With `wrapPool`, the handler's pool is what it returns (a test stops a handler at a query).
@@ -98,8 +102,9 @@ export async function startStoreServer({
     ...options,
   });
   await handle.migrate();
-  // `wrap` may stand between Node and the handler (tests/remote/support.mjs loses answers).
-  const server = http.createServer(wrap(toNodeListener(handle)));
+  // `wrap` may stand between Node and the handler (tests/remote/support.mjs loses answers);
+  // `wrapHandle` between the Request and the handler (tests/failover records what it answers).
+  const server = http.createServer(wrap(toNodeListener(wrapHandle(handle))));
   await new Promise((resolve) => server.listen(port, "127.0.0.1", resolve));
   const origin = `http://127.0.0.1:${server.address().port}`;
   return {

@@ -1,7 +1,8 @@
 // gatehouse-agent/server's declarations (pkg/server.d.ts) used as a backend would, under
 // `tsc --strict` (make test-types); the @ts-expect-error lines must stay errors.
 import {
-  createStoreHandler, toNodeListener, type StoreAction, type StoreHandler, type StorePool,
+  createStoreHandler, primaryPool, toNodeListener, type PrimaryPool, type StoreAction,
+  type StoreHandler, type StorePool,
 } from "../../pkg/server.js";
 
 declare const pool: StorePool;
@@ -60,3 +61,12 @@ createStoreHandler({
   // @ts-expect-error: remind is a list of delays
   approvalRequests: { remind: 60_000 },
 });
+
+// A pool that follows an HA Postgres's primary is a StorePool.
+declare const pgModule: { Pool: new (options?: any) => any; Client: new (options?: any) => any };
+const ha: PrimaryPool = primaryPool(pgModule, "postgres://db1:5432,db2:5432/app?target_session_attrs=read-write", { max: 20 });
+const where: string | null = ha.primary().host;
+void where;
+createStoreHandler({ pool: ha, authorize: () => null });
+// @ts-expect-error: the app's pg module comes first
+primaryPool("postgres://db1/app");
