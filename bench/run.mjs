@@ -21,6 +21,7 @@ import esbuild from 'esbuild';
 import { chromium } from 'playwright-core';
 import { startServer } from '../tests/model-server/server.mjs';
 import { measureLocal } from './local.mjs';
+import { measureNative } from './native.mjs';
 import { measureRemote } from './remote.mjs';
 import { measureReceipts } from './receipts.mjs';
 import { measureRequests } from './requests.mjs';
@@ -715,7 +716,19 @@ async function main() {
     if (wanted('handler')) R.handlerCpu = await guard('handler', async () => ({ ...await measureHandlerCpu({ quick: QUICK, log }),
       profile: (await measureHandlerCpu({ quick: true, log, profile: true })).profile }));
     if (wanted('scale')) R.scale = await guard('scale', () => measureScale({ quick: QUICK, log }));
-    if (wanted('local')) R.local = await guard('local', () => measureLocal({ runs: QUICK ? 1 : 3 }));
+    // The in-page model against native llama.cpp (bench/native.mjs) on the same file, prompt
+    // and token count, at 1 thread and at all cores, one after the other, with the load
+    // average before and after (issue 37).
+    if (wanted('local')) {
+      R.local = await guard('local', async () => {
+        const runs = QUICK ? 1 : 3;
+        const loadBefore = os.loadavg().map((x) => +x.toFixed(2));
+        const one = await measureLocal({ runs });
+        const all = await measureLocal({ runs, threads: true });
+        const native = await measureNative({ runs, threads: [1, os.availableParallelism()] });
+        return { ...one, isolated: all, native, loadBefore, loadAfter: os.loadavg().map((x) => +x.toFixed(2)) };
+      });
+    }
   } finally {
     await context.close().catch(() => {});
     await srv.close();
@@ -725,7 +738,8 @@ async function main() {
   R.machine = machine;
   ({ rows, notes } = buildRows(R, CFG));
   if (flaggedNoThreadTime) notes.push('(*N%) N% of that window\'s main-thread busy time came from trace events without a thread time; the CPU figure leaves it out.');
-  if (R.local) for (const w of [R.local.cold, ...R.local.warm]) if (w.error) errors.push(`local: ${w.error.code}: ${w.error.message}`);
+  if (R.local) for (const w of [R.local.cold, ...R.local.warm, ...(R.local.isolated ? [R.local.isolated.cold, ...R.local.isolated.warm] : [])]) if (w.error) errors.push(`local: ${w.error.code}: ${w.error.message}`);
+  if (R.local?.native?.error) errors.push(`native: ${R.local.native.error}`);
   if (errors.length) notes.push('ERRORS (cells left empty or marked "error"):\n' + errors.map((e) => '  ' + e).join('\n'));
   const table = printTable(machine);
   console.log(table);

@@ -286,17 +286,35 @@ function remoteRows(rem, section, info, notes) {
   if (rem.loadavg) notes.push(`Remote threads: load average ${rem.loadavg.join(' ')} when that section ended; Postgres, the handler, the load clients and Chromium share the same ${rem.cores} cores.`);
 }
 
-/** The in-page model's rows (bench/local.mjs): Gatehouse only, there is no AI SDK column. */
+/** The in-page model's rows (bench/local.mjs), against native llama.cpp (bench/native.mjs):
+ *  Gatehouse only, there is no AI SDK column; the native numbers and the ratios are in the
+ *  cells. */
 function localRows(L, section, info) {
-  section(`Local provider: ${L.model}, ${L.runtime}, ${L.threads} thread(s), CPU only`);
+  section(`Local provider: ${L.model}, ${L.runtime}, CPU only; native: ${L.native?.runtime ?? L.native?.error ?? 'not run'}`);
   info('runtime download: wllama.wasm + local JS, raw / gzip -9 (only for provider "local")', `${kb(L.bytes.wasm + L.bytes.js)} / ${kb(L.bytes.wasmGzip + L.bytes.jsGzip)}`);
-  const good = L.warm.filter((w) => !w.error);
   const tps = (w) => (w.streamMs && w.outputTokens > 1 ? (w.outputTokens - 1) / (w.streamMs / 1000) : NaN);
   info('first start: download (local server) + load, ms', ms(L.cold.loadMs));
-  info('later start: load from Cache Storage, median ms', ms(median(good.map((w) => w.loadMs))));
-  info(`time to first token (${good[0]?.inputTokens ?? '?'}-token prompt), median ms`, ms(median(good.map((w) => w.ttftMs))));
-  info('tokens per second while streaming, median', median(good.map(tps)).toFixed(1));
-  info('renderer peak resident memory above the page before the model (page + worker)', mb(L.peakRendererRssAboveBase));
+  const runsOf = (X) => X.warm.filter((w) => !w.error);
+  info('later start: load from Cache Storage, median ms', ms(median(runsOf(L).map((w) => w.loadMs))));
+  const native = L.native?.byThreads ?? {};
+  const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : '-');
+  for (const X of [L, L.isolated].filter(Boolean)) {
+    const good = runsOf(X);
+    const n = X.threads;
+    const nat = native[n];
+    const natTtft = nat ? median(nat.turns.map((t) => t.ttftMs)) : NaN;
+    const natTps = nat ? median(nat.turns.map((t) => t.tps)) : NaN;
+    const ttft = median(good.map((w) => w.ttftMs));
+    const speed = median(good.map(tps));
+    info(`${n} thread(s): time to first token (${good[0]?.inputTokens ?? '?'}-token prompt), median ms; native; Gatehouse / native`,
+      `${ms(ttft)}; ${ms(natTtft)}; ${ratio(ttft, natTtft)}`);
+    info(`${n} thread(s): tokens per second while streaming, median; native; Gatehouse / native`,
+      `${Number.isFinite(speed) ? speed.toFixed(1) : '-'}; ${Number.isFinite(natTps) ? natTps.toFixed(1) : '-'}; ${ratio(speed, natTps)}`);
+  }
+  info('renderer peak resident memory above the page before the model (page + worker), 1 thread', mb(L.peakRendererRssAboveBase));
+  const nat1 = native[1];
+  if (nat1) info('native: resident memory the process gained by loading the model (1 thread)', mb(nat1.rssAboveBase));
+  if (L.loadBefore) info('load average before / after the section (1, 5, 15 min)', `${L.loadBefore.join(' ')} / ${L.loadAfter.join(' ')}`);
 }
 
 /** The table as text (column widths fitted). */
