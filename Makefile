@@ -211,7 +211,7 @@ test-mcp: pkg setup-browser
 test-local: pkg setup-browser setup-model
 	@scripts/stamp.sh start $@
 	node --test tests/local/size.test.mjs
-	node --test --test-concurrency=1 tests/local/local.test.mjs tests/local/demo.test.mjs
+	node --test --test-concurrency=1 tests/local/local.test.mjs tests/local/demo.test.mjs tests/local/webgpu.test.mjs
 	GATEHOUSE_BROWSER=firefox node --test tests/local/engines.test.mjs
 	GATEHOUSE_BROWSER=webkit xvfb-run -a node --test tests/local/engines.test.mjs
 	@scripts/stamp.sh end $@
@@ -250,6 +250,7 @@ test-package: pkg setup-browser
 # puts its chart in docs/bench.png and its numbers and targets in the README (bench/README.md).
 bench: setup pkg
 	@command -v twiggy >/dev/null || cargo install twiggy --version 0.8.0   # the wasm-by-crate rows
+	cd bench/native && npm ci --no-audit --no-fund   # native llama.cpp, the local rows' native column
 	node bench/run.mjs
 
 # The run-ownership simulation (tests/simulation.rs) on many more seeds than `cargo test`

@@ -34,7 +34,8 @@ else
 fi
 
 port_file="$(mktemp -u "${TMPDIR:-/tmp}/gatehouse-demo-port.XXXXXX")"
-node tests/model-server/server.mjs --static . --home /www/ --port "$PORT" --port-file "$port_file" --ttl-seconds 0 &
+# --isolate: cross-origin isolation (COOP + COEP), so the in-browser model runs on threads.
+node tests/model-server/server.mjs --static . --home /www/ --port "$PORT" --port-file "$port_file" --ttl-seconds 0 --isolate &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -f "$port_file"' EXIT INT TERM
 

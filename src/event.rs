@@ -63,6 +63,20 @@ pub enum Event<'a> {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         total: Option<u64>,
     },
+    /// Where a model that runs in the page runs (once per model call, before its first
+    /// token): `device` "cpu" or "webgpu", on `threads` threads (docs/design.md, "A model in
+    /// the page"). `single_thread_reason` says why only one ("not_isolated": the page is not
+    /// cross-origin isolated; "no_shared_array_buffer"; "one_core"; "runtime": the runtime
+    /// chose one), `cpu_reason` why not WebGPU ("requested": `device: "cpu"`; "no_webgpu":
+    /// no adapter; "webgpu_unusable": llama.cpp put no layer on the adapter there is).
+    ModelRuntime {
+        device: Cow<'a, str>,
+        threads: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        single_thread_reason: Option<Cow<'a, str>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpu_reason: Option<Cow<'a, str>>,
+    },
     /// The run ended: the last event of a run, with the thread's last message.
     Completed {
         message: Option<Cow<'a, Message>>,

@@ -77,6 +77,12 @@ fn examples() -> Vec<Event<'static>> {
             loaded: 4_194_304,
             total: Some(98_362_432),
         },
+        Event::ModelRuntime {
+            device: "cpu".into(),
+            threads: 1,
+            single_thread_reason: Some("not_isolated".into()),
+            cpu_reason: Some("no_webgpu".into()),
+        },
         Event::Completed {
             message: Some(Cow::Owned(answer)),
         },

@@ -19,6 +19,9 @@ export interface LocalModelOptions {
   toolChoice?: "auto" | "required";
   /** Several tool calls in one answer (default false: one). */
   parallelToolCalls?: boolean;
+  /** Where it runs: "auto" (default: WebGPU when the browser gives an adapter llama.cpp can
+   *  use, else the CPU), "cpu", or "webgpu" (else `webgpu_unavailable`). */
+  device?: "auto" | "cpu" | "webgpu";
 }
 
 /** The `custom` model that runs `options`; `Agent.open` calls this for `provider: "local"`. */

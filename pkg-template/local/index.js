@@ -14,8 +14,9 @@ export { forgetModel } from "./model-file.js";
 
 const KEYS = [
   "provider", "url", "sha256", "model", "contextWindow", "maxTokens", "temperature", "toolChoice",
-  "parallelToolCalls",
+  "parallelToolCalls", "device",
 ];
+const DEVICES = ["auto", "cpu", "webgpu"];
 const DEFAULT_CONTEXT = 4096;
 
 /** `options.model` checked as strictly as the SDK checks the others' (`invalid_config`). */
@@ -40,6 +41,9 @@ function check(options, invalid) {
     throw invalid('`model.toolChoice` must be "auto" or "required"');
   }
   if (model !== undefined && typeof model !== "string") throw invalid("`model.model` must be a string");
+  if (options.device !== undefined && !DEVICES.includes(options.device)) {
+    throw invalid('`model.device` must be "auto", "cpu" or "webgpu"');
+  }
   if (options.parallelToolCalls !== undefined && typeof options.parallelToolCalls !== "boolean") {
     throw invalid("`model.parallelToolCalls` must be a boolean");
   }
@@ -53,7 +57,9 @@ const loaded = new Map();
 function runtime(source, options, report, signal) {
   const file = source instanceof Blob ? source : `${source}|${options.sha256 ?? ""}`;
   const windows = loaded.get(file) ?? loaded.set(file, new Map()).get(file);
-  const window = options.contextWindow ?? DEFAULT_CONTEXT;
+  // (A runtime per context window and device: `device: "cpu"` beside an `auto` that took
+  // WebGPU gets its own.)
+  const window = `${options.contextWindow ?? DEFAULT_CONTEXT}|${options.device ?? "auto"}`;
   let entry = windows.get(window);
   if (!entry) {
     const drop = () => windows.get(window) === entry && windows.delete(window);
@@ -65,12 +71,46 @@ function runtime(source, options, report, signal) {
   return entry;
 }
 
-async function load(source, { sha256, contextWindow }, report, signal) {
+/** The browser's WebGPU adapter, described (null: none). */
+async function webgpuAdapter() {
+  try {
+    // (`navigator.gpu` is not in TypeScript's DOM types yet.)
+    const a = await /** @type {any} */ (globalThis.navigator)?.gpu?.requestAdapter();
+    if (!a) return null;
+    const name = [a.info?.vendor, a.info?.architecture, a.info?.description].filter(Boolean).join(" ") || "an adapter";
+    return { name, f16: a.features.has("shader-f16") };
+  } catch {
+    return null;
+  }
+}
+
+/** Why a runtime that was asked for threads runs one ("model_runtime"), or null. */
+function singleThreadReason(wanted) {
+  if (!globalThis.crossOriginIsolated) return "not_isolated";
+  if (typeof SharedArrayBuffer === "undefined") return "no_shared_array_buffer";
+  if (wanted <= 1) return "one_core";
+  return "runtime";
+}
+
+async function load(source, { sha256, contextWindow, device = "auto" }, report, signal) {
+  // The device first: `webgpu` without an adapter fails before the file is fetched.
+  const gpu = device === "cpu" ? null : await webgpuAdapter();
+  if (device === "webgpu" && !gpu) {
+    throw fileError("webgpu_unavailable", "`model.device` is \"webgpu\" and this browser gives no WebGPU adapter (navigator.gpu.requestAdapter() answered null)");
+  }
   const blob = await modelFile(source, { sha256, report, signal });
   // llama.cpp's own error lines are printed and also kept: wllama's loadModel resolves even
   // when llama.cpp could not create the context (a KV cache too large for the page's memory),
   // and the first chat then aborts the runtime; these lines are how that is told apart.
   const native = [];
+  // llama.cpp says how many layers went to the GPU ("offloaded 31/31 layers to GPU"): what
+  // `model_runtime` reports, rather than what was asked for.
+  /** @type {{ layers: number, of: number } | null} */
+  let offloaded = null;
+  const note = (/** @type {any[]} */ a) => {
+    const m = /offloaded (\d+)\/(\d+) layers to GPU/.exec(a.join(" "));
+    if (m) offloaded = { layers: Number(m[1]), of: Number(m[2]) };
+  };
   const wllama = new Wllama(
     { default: new URL("./wllama/wllama.wasm", import.meta.url).href },
     {
@@ -78,8 +118,8 @@ async function load(source, { sha256, contextWindow }, report, signal) {
       // Warnings and errors (wllama's and llama.cpp's) reach the console as wllama's own
       // logger prints them, marked as ours; its progress lines do not.
       logger: {
-        debug() {},
-        log() {},
+        debug: (...a) => note(a),
+        log: (...a) => note(a),
         warn: (...a) => console.warn("[gatehouse-agent/local]", ...a),
         error: (...a) => {
           console.error("[gatehouse-agent/local]", ...a);
@@ -100,7 +140,8 @@ async function load(source, { sha256, contextWindow }, report, signal) {
     worker: new URL("./wllama/compat/wllama.js", import.meta.url).href,
     wasm: new URL("./wllama/compat/wllama.wasm", import.meta.url).href,
   });
-  const threads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+  const cores = navigator.hardwareConcurrency || 1;
+  const threads = globalThis.crossOriginIsolated ? Math.min(4, cores) : 1;
   report("load", 0, blob.size);
   // wllama starts its worker from a blob: URL; a Content Security Policy without `worker-src
   // blob:` blocks it, and wllama would wait for that worker forever.
@@ -114,7 +155,10 @@ async function load(source, { sha256, contextWindow }, report, signal) {
     globalThis.document?.addEventListener("securitypolicyviolation", blocked);
   });
   try {
-    await Promise.race([wllama.loadModel([blob], { n_ctx: contextWindow ?? DEFAULT_CONTEXT, n_threads: threads }), refused]);
+    // n_gpu_layers 0 keeps wllama from starting WebGPU at all; otherwise every layer goes to
+    // the GPU (wllama's default).
+    const params = { n_ctx: contextWindow ?? DEFAULT_CONTEXT, n_threads: threads, ...(gpu ? {} : { n_gpu_layers: 0 }) };
+    await Promise.race([wllama.loadModel([blob], params), refused]);
   } catch (e) {
     if (String(e?.message).includes("Content Security Policy")) throw e;
     const text = String(e?.message ?? e);
@@ -138,7 +182,20 @@ async function load(source, { sha256, contextWindow }, report, signal) {
     throw new Error(`llama.cpp could not create the model's context: ${lines}`);
   }
   report("load", blob.size, blob.size);
-  return wllama;
+  const used = wllama.isMultithread() ? wllama.getNumThreads() : 1;
+  // An adapter that llama.cpp could not use (no layer offloaded) is the CPU, said so.
+  const onGpu = gpu !== null && (offloaded?.layers ?? 0) > 0;
+  if (gpu && !onGpu && device === "webgpu") {
+    await wllama.exit().catch(() => {});
+    throw fileError("webgpu_unavailable", `\`model.device\` is "webgpu" and llama.cpp put no layer on this browser's WebGPU adapter (${gpu.name}${gpu.f16 ? "" : ", without shader-f16"})`);
+  }
+  const where = {
+    device: onGpu ? "webgpu" : "cpu",
+    threads: used,
+    singleThreadReason: used > 1 ? null : singleThreadReason(threads),
+    cpuReason: onGpu ? null : device === "cpu" ? "requested" : gpu ? "webgpu_unusable" : "no_webgpu",
+  };
+  return { wllama, where };
 }
 
 const textOf = (m) => (m.content ?? []).filter((b) => b.type === "text").map((b) => b.content).join("");
@@ -174,7 +231,9 @@ export function localModel(options, invalid) {
     const { signal } = request;
     const report = (phase, done, total) => request.onProgress(phase, done, total);
     const entry = runtime(url, options, report, signal);
-    const wllama = await entry.ready;
+    const { wllama, where } = await entry.ready;
+    // Where this call runs: a `model_runtime` event (an older SDK passes no onRuntime).
+    request.onRuntime?.(where.device, where.threads, where.singleThreadReason, where.cpuReason);
     // Wait for the calls before this one (another agent, or a run aborted a moment ago).
     const turn = entry.queue.then(() => generate(wllama, request, { maxTokens, temperature, toolChoice, parallelToolCalls }))
       .catch((e) => {

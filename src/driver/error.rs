@@ -41,15 +41,18 @@ pub enum ModelFileError {
     Quota,
     /// The file did not fit in memory.
     Memory,
+    /// `device: "webgpu"` was asked for and the browser gives no WebGPU adapter.
+    NoWebGpu,
 }
 
 impl ModelFileError {
-    pub const ALL: [ModelFileError; 5] = [
+    pub const ALL: [ModelFileError; 6] = [
         ModelFileError::NotGguf,
         ModelFileError::Checksum,
         ModelFileError::Download,
         ModelFileError::Quota,
         ModelFileError::Memory,
+        ModelFileError::NoWebGpu,
     ];
 
     pub fn code(self) -> &'static str {
@@ -59,6 +62,7 @@ impl ModelFileError {
             ModelFileError::Download => "model_download",
             ModelFileError::Quota => "quota_exceeded",
             ModelFileError::Memory => "out_of_memory",
+            ModelFileError::NoWebGpu => "webgpu_unavailable",
         }
     }
 

@@ -154,6 +154,8 @@ struct CustomRequest<'a> {
     on_text: Option<&'a JsValue>,
     #[serde(rename = "onProgress", serialize_with = "js_ref")]
     on_progress: Option<&'a JsValue>,
+    #[serde(rename = "onRuntime", serialize_with = "js_ref")]
+    on_runtime: Option<&'a JsValue>,
     #[serde(rename = "onToolCallStart", serialize_with = "js_ref")]
     on_tool_call_start: Option<&'a JsValue>,
     #[serde(rename = "onToolCallDelta", serialize_with = "js_ref")]
@@ -206,6 +208,17 @@ pub fn custom_model(f: Function) -> CustomModel {
                 },
             );
             let ev = req.events.clone();
+            let on_runtime = Closure::<dyn Fn(String, f64, Option<String>, Option<String>)>::new(
+                move |device: String, threads: f64, single: Option<String>, cpu: Option<String>| {
+                    ev.emit(&Event::ModelRuntime {
+                        device: Cow::Owned(device),
+                        threads: threads as u32,
+                        single_thread_reason: single.map(Cow::Owned),
+                        cpu_reason: cpu.map(Cow::Owned),
+                    })
+                },
+            );
+            let ev = req.events.clone();
             let on_start = Closure::<dyn Fn(f64, String, String)>::new(
                 move |index: f64, id: String, name: String| {
                     ev.emit(&Event::ToolCallStarted {
@@ -229,13 +242,14 @@ pub fn custom_model(f: Function) -> CustomModel {
                 signal: req.signal,
                 on_text: Some(on_text.as_ref()),
                 on_progress: Some(on_progress.as_ref()),
+                on_runtime: Some(on_runtime.as_ref()),
                 on_tool_call_start: Some(on_start.as_ref()),
                 on_tool_call_delta: Some(on_delta.as_ref()),
             });
             let ret = f.call1(&JsValue::NULL, &request);
             Box::pin(async move {
                 let ret = settle(ret).await;
-                drop((on_text, on_progress, on_start, on_delta));
+                drop((on_text, on_progress, on_runtime, on_start, on_delta));
                 let ret = ret.map_err(|e| custom_error(&e))?;
                 let a: CustomAnswer = from_js(ret).map_err(|e| bad_custom(&e))?;
                 Ok(ModelOutput {

@@ -176,6 +176,9 @@ export interface CustomModelRequest {
   onText: (delta: string) => void;
   /** Reports getting or loading a model file (a `model_progress` event). */
   onProgress: (phase: "download" | "cache" | "load", loaded: number, total?: number) => void;
+  /** Reports where a model that runs in the page runs (a `model_runtime` event). */
+  onRuntime: (device: "cpu" | "webgpu", threads: number, singleThreadReason?: ModelSingleThreadReason | null,
+    cpuReason?: ModelCpuReason | null) => void;
   /** Streams the start of the answer's tool call number `index` (a `tool_call_started`
    *  event); its `id` and `name` are the ones the answer's `toolCalls[index]` gives. */
   onToolCallStart: (index: number, id: string, name: string) => void;
@@ -204,7 +207,20 @@ export type ModelOptions =
    *  provider (README "A model in the page"). */
   | { provider: "local"; url: string | Blob; sha256?: string; contextWindow?: number;
       maxTokens?: number; temperature?: number; toolChoice?: "auto" | "required";
-      parallelToolCalls?: boolean };
+      parallelToolCalls?: boolean;
+      /** Where it runs: `"auto"` (default) WebGPU when the browser gives an adapter llama.cpp
+       *  can use, else the CPU; `"cpu"`; `"webgpu"` (else `webgpu_unavailable`). A
+       *  `model_runtime` event says which, and on how many threads. */
+      device?: "auto" | "cpu" | "webgpu" };
+
+/** Why a model in the page runs on one thread (`model_runtime`): the page is not
+ *  cross-origin isolated (README "A model in the page": two headers), the browser has no
+ *  `SharedArrayBuffer`, it reports one core, or the runtime chose one. */
+export type ModelSingleThreadReason = "not_isolated" | "no_shared_array_buffer" | "one_core" | "runtime";
+/** Why a model in the page runs on the CPU (`model_runtime`): `device: "cpu"` asked for it,
+ *  there is no WebGPU adapter, or llama.cpp put no layer on the one there is (a software
+ *  adapter without `shader-f16`, such as SwiftShader). */
+export type ModelCpuReason = "requested" | "no_webgpu" | "webgpu_unusable";
 
 /** Where threads live: this browser's IndexedDB (default) or memory, or the app's Postgres
  *  behind the store handler it mounted at `url` (`gatehouse-agent/server`), with the headers
@@ -273,6 +289,8 @@ export type AgentEvent =
   /** A `local` model getting its file ("download": from the network, "cache": from the
    *  browser's cache) or loading it ("load"). `total` is absent when the server does not say. */
   | { type: "model_progress"; phase: "download" | "cache" | "load"; loaded: number; total?: number }
+  | { type: "model_runtime"; device: "cpu" | "webgpu"; threads: number;
+      singleThreadReason?: ModelSingleThreadReason; cpuReason?: ModelCpuReason }
   | { type: "completed" | "awaiting_approval" | "awaiting_tool_results" | "awaiting_device";
       message: Message | null };
 
@@ -339,7 +357,8 @@ export type GatehouseErrorCode =
   | "unknown_call_id" | "expired" | "busy" | "network" | "provider" | "storage" | "invalid_config"
   | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal" | "context_overflow"
   | "unauthorized" | "disposed" | "not_initialized"
-  | "model_not_gguf" | "model_checksum" | "model_download" | "quota_exceeded" | "out_of_memory";
+  | "model_not_gguf" | "model_checksum" | "model_download" | "quota_exceeded" | "out_of_memory"
+  | "webgpu_unavailable";
 
 /** Added to the class by the package entry (gatehouse.js). */
 export interface Agent {

@@ -18,7 +18,7 @@ after(async () => {
 });
 
 async function start() {
-  const server = await startServer({ staticDir: new URL('../..', import.meta.url).pathname, port: 0, ttlSeconds: 600 });
+  const server = await startServer({ staticDir: new URL('../..', import.meta.url).pathname, port: 0, ttlSeconds: 600, isolate: true });
   try {
     return { server, browser: await launchBrowser(engine, launchOptions()) };
   } catch (e) {

@@ -25,7 +25,8 @@ async function start() {
   }
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: run ./scripts/setup-browser.sh (or set CHROMIUM_PATH)`);
   mkdirSync(OUT, { recursive: true });
-  const server = await startServer({ staticDir: ROOT, port: 0, ttlSeconds: 600 });
+  // Isolated, as `make demo` serves it (scripts/serve-demo.sh --isolate).
+  const server = await startServer({ staticDir: ROOT, port: 0, ttlSeconds: 600, isolate: true });
   // launch() always starts from a fresh temporary profile (Playwright's own --user-data-dir).
   let browser;
   try {

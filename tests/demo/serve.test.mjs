@@ -33,6 +33,10 @@ test('make demo: the printed address is the README\'s and opens the demo', { tim
     assert.equal(page.status, 200);
     assert.match(page.url, /\/www\/$/);
     assert.match(await page.text(), /<title>Gatehouse demo<\/title>/);
+    // Cross-origin isolated, so the in-browser model runs on threads (README, "A model in
+    // the page").
+    assert.equal(page.headers.get('cross-origin-opener-policy'), 'same-origin');
+    assert.equal(page.headers.get('cross-origin-embedder-policy'), 'require-corp');
   } finally {
     process.kill(-child.pid, 'SIGTERM');
     if (child.exitCode === null) await once(child, 'exit');

@@ -11,13 +11,14 @@ export const ARGS = [
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ];
 
-export async function start() {
-  const server = await startLocalServer();
+/** `args`: Chromium's flags (default ARGS); `isolated`: the pages cross-origin isolated. */
+export async function start({ args = ARGS, isolated = true } = {}) {
+  const server = await startLocalServer({ isolated });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-local-'));
   const context = await chromium.launchPersistentContext(dir, {
     executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
     headless: true,
-    args: ARGS,
+    args,
     timeout: 90_000, // a loaded 2-core machine has taken more than 30 s to start Chromium
   });
   const page = context.pages()[0] ?? await context.newPage();

@@ -35,6 +35,7 @@ test('misspelled or wrong local options are invalid_config, before anything load
     { provider: 'local', url: 42 },
     { provider: 'local', url: '/models/test.gguf', sha256: 'abc' },
     { provider: 'local', url: '/models/test.gguf', toolChoice: 'always' },
+    { provider: 'local', url: '/models/test.gguf', device: 'gpu' },
   ]) {
     const code = await h.page.evaluate((model) =>
       window.t.open(`bad-${Math.random()}`, model).then(() => 'opened', (e) => e.code), model);
@@ -56,12 +57,34 @@ test('loads the model from a local URL with progress events; the answer streams 
   assert.deepEqual(progress.filter((e) => e.phase === 'load').map((e) => e.loaded), [0, MODEL_BYTES]);
   const deltas = await events('first', 'text_delta');
   assert.ok(deltas.length >= 2, `streamed in deltas: ${deltas.length}`);
+  // Where it ran, said once, before the first token: this page is cross-origin isolated
+  // (server.mjs), so on threads; this Chromium runs with --disable-gpu: no WebGPU adapter.
+  const [runtime, ...more] = await events('first', 'model_runtime');
+  assert.equal(more.length, 0);
+  const cores = await h.page.evaluate(() => navigator.hardwareConcurrency);
+  const threads = Math.min(4, cores);
+  assert.deepEqual({ ...runtime, at: undefined, threadId: undefined }, {
+    type: 'model_runtime', device: 'cpu', threads, cpuReason: 'no_webgpu', at: undefined, threadId: undefined,
+    ...(threads === 1 ? { singleThreadReason: 'one_core' } : {}),
+  });
+  assert.ok(runtime.at < deltas[0].at, 'model_runtime comes before the first token');
   const stored = (await h.page.evaluate(() => window.t.messages('first'))).at(-1);
   assert.equal(stored.role, 'assistant');
   assert.ok(text(stored).trim().length > 0);
   assert.equal(deltas.map((e) => e.delta).join(''), text(stored), 'the deltas are the stored answer');
   assert.ok(stored.usage.input_tokens > 0 && stored.usage.output_tokens > 0, JSON.stringify(stored.usage));
   assert.equal(modelRequests(), 1);
+});
+
+test('device "webgpu" in a browser without a WebGPU adapter is webgpu_unavailable, before the file is fetched; the thread stays usable', { timeout: 120_000 }, async () => {
+  const before = modelRequests();
+  await h.page.evaluate((m) => window.t.open('gpu-only', m), { ...MODEL, device: 'webgpu' });
+  const r = await h.page.evaluate(() => window.t.chat('gpu-only', 'Hello'));
+  assert.equal(r.error?.code, 'webgpu_unavailable', JSON.stringify(r));
+  assert.match(r.error.message, /no WebGPU adapter/);
+  assert.equal(modelRequests(), before);
+  const stored = await h.page.evaluate(() => window.t.messages('gpu-only'));
+  assert.deepEqual(stored.map((m) => m.role), ['user']);
 });
 
 test('a sha256 mismatch and a file that is not GGUF are clear errors; the thread stays usable', { timeout: 120_000 }, async () => {
