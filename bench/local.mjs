@@ -46,7 +46,17 @@ async function turn(page) {
     const loaded = ev.find((e) => e.type === 'model_progress' && e.phase === 'load' && e.loaded === e.total);
     const deltas = ev.filter((e) => e.type === 'text_delta');
     const chatStart = loaded ? loaded.at : t0;
+    // Where the time went (local/index.js's User Timing measures of this turn): the file
+    // from the cache or the network, wllama's load (worker, wasm compile, weights), the
+    // grammar, the request to the first chunk, and llama.cpp's own clock for the prompt's
+    // evaluation and the generation.
+    const parts = {};
+    for (const m of performance.getEntriesByType('measure')) {
+      if (m.startTime < t0 || !m.name.startsWith('gatehouse:local:')) continue;
+      parts[m.name.slice('gatehouse:local:'.length)] = { ms: m.duration, ...(m.detail ?? {}) };
+    }
     return {
+      parts,
       error: r.error,
       loadMs: first && loaded ? loaded.at - t0 : null,
       phase: first?.phase ?? null,
@@ -77,11 +87,29 @@ export async function measureLocal({ runs = 3, threads = false } = {}) {
     await new Promise((r) => setTimeout(r, 300));
     base = rendererRss(profile);
     peak = base;
+    // Where the memory is, by the browser's own account (cross-origin isolated pages only:
+    // performance.measureUserAgentSpecificMemory): the page's and the worker's, which holds
+    // wllama's wasm memory, before the model and after its first answer.
+    const uaMemory = () => page.evaluate(async () => {
+      if (!crossOriginIsolated || !performance.measureUserAgentSpecificMemory) return null;
+      const m = await performance.measureUserAgentSpecificMemory();
+      const by = {};
+      for (const b of m.breakdown) {
+        const scope = b.attribution[0]?.scope ?? 'shared';
+        by[scope] = (by[scope] ?? 0) + b.bytes;
+      }
+      return { bytes: m.bytes, by };
+    });
+    const memBefore = await uaMemory();
     const cold = await turn(page);
+    const memAfter = await uaMemory();
     const warm = [];
+    const again = [];
     for (let i = 0; i < runs; i++) {
       await open();
       warm.push(await turn(page));
+      // A second chat on the model this page loaded: no load again.
+      again.push(await turn(page));
     }
     const info = await page.evaluate(() => ({ isolated: crossOriginIsolated, cores: navigator.hardwareConcurrency }));
     const gz = (f) => zlib.gzipSync(fs.readFileSync(path.join(root, 'pkg', f)), { level: 9 }).length;
@@ -97,7 +125,9 @@ export async function measureLocal({ runs = 3, threads = false } = {}) {
       },
       cold,
       warm,
+      again,
       peakRendererRssAboveBase: peak - base,
+      uaMemory: memBefore && memAfter ? { before: memBefore, after: memAfter } : null,
       baseRendererRss: base,
       loadavg: os.loadavg().map((x) => +x.toFixed(2)),
     };

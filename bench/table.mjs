@@ -311,7 +311,26 @@ function localRows(L, section, info) {
     info(`${n} thread(s): tokens per second while streaming, median; native; Gatehouse / native`,
       `${Number.isFinite(speed) ? speed.toFixed(1) : '-'}; ${Number.isFinite(natTps) ? natTps.toFixed(1) : '-'}; ${ratio(speed, natTps)}`);
   }
+  // Where the first token's time goes (1 thread, the later starts): the parts measured in the
+  // page (local/index.js's User Timing) and llama.cpp's own clock for the prompt.
+  const part = (X, name, key = 'ms') => median(runsOf(X).map((w) => w.parts?.[name]?.[key]).filter(Number.isFinite));
+  info('first token, later start: file from Cache Storage / wllama load (worker, wasm, weights) / grammar, median ms',
+    `${ms(part(L, 'file'))} / ${ms(part(L, 'load'))} / ${Number.isFinite(part(L, 'grammar')) ? ms(part(L, 'grammar')) : 'no tools'}`);
+  info('first token: request → first chunk, median ms; of which llama.cpp evaluating the prompt (its clock)',
+    `${ms(part(L, 'first-token'))}; ${ms(part(L, 'answer', 'promptMs'))} for ${part(L, 'answer', 'promptTokens')} tokens`);
+  const again = (L.again ?? []).filter((w) => !w.error);
+  if (again.length) {
+    info('a second chat on the loaded model: time to first token, median ms (no load: file/load parts absent)',
+      `${ms(median(again.map((w) => w.ttftMs)))} (load parts seen: ${again.filter((w) => w.parts?.load).length})`);
+  }
   info('renderer peak resident memory above the page before the model (page + worker), 1 thread', mb(L.peakRendererRssAboveBase));
+  const ua = L.isolated?.uaMemory;
+  if (ua) {
+    const scopes = [...new Set([...Object.keys(ua.before.by), ...Object.keys(ua.after.by)])];
+    info('isolated page: the browser\'s own account of memory after the first answer, by scope (above before the model)',
+      scopes.map((k) => `${k} ${mb(ua.after.by[k] ?? 0)} (+${mb((ua.after.by[k] ?? 0) - (ua.before.by[k] ?? 0))})`).join('; '));
+  }
+  if (L.isolated) info('renderer peak resident memory above the page before the model, isolated (threads)', mb(L.isolated.peakRendererRssAboveBase));
   const nat1 = native[1];
   if (nat1) info('native: resident memory the process gained by loading the model (1 thread)', mb(nat1.rssAboveBase));
   if (L.loadBefore) info('load average before / after the section (1, 5, 15 min)', `${L.loadBefore.join(' ')} / ${L.loadAfter.join(' ')}`);

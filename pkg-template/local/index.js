@@ -98,7 +98,9 @@ async function load(source, { sha256, contextWindow, device = "auto" }, report, 
   if (device === "webgpu" && !gpu) {
     throw fileError("webgpu_unavailable", "`model.device` is \"webgpu\" and this browser gives no WebGPU adapter (navigator.gpu.requestAdapter() answered null)");
   }
+  const fileStart = performance.now();
   const blob = await modelFile(source, { sha256, report, signal });
+  measure("file", fileStart, { bytes: blob.size });
   // llama.cpp's own error lines are printed and also kept: wllama's loadModel resolves even
   // when llama.cpp could not create the context (a KV cache too large for the page's memory),
   // and the first chat then aborts the runtime; these lines are how that is told apart.
@@ -158,7 +160,9 @@ async function load(source, { sha256, contextWindow, device = "auto" }, report, 
     // n_gpu_layers 0 keeps wllama from starting WebGPU at all; otherwise every layer goes to
     // the GPU (wllama's default).
     const params = { n_ctx: contextWindow ?? DEFAULT_CONTEXT, n_threads: threads, ...(gpu ? {} : { n_gpu_layers: 0 }) };
+    const loadStart = performance.now();
     await Promise.race([wllama.loadModel([blob], params), refused]);
+    measure("load", loadStart, { bytes: blob.size, threads: params.n_threads });
   } catch (e) {
     if (String(e?.message).includes("Content Security Policy")) throw e;
     const text = String(e?.message ?? e);
@@ -220,6 +224,16 @@ function chatMessages(request, system) {
 
 let callCounter = 0;
 
+/** A User Timing measure (DevTools' Performance panel shows it; `make bench` reads it):
+ *  where a model call's time goes (docs/design.md, "A model in the page"). */
+function measure(name, start, detail) {
+  try {
+    performance.measure(`gatehouse:local:${name}`, { start, end: performance.now(), detail });
+  } catch {
+    // no User Timing here: nothing to report to
+  }
+}
+
 /**
  * The `custom` model config that runs `options` (`{ provider: "local", url, sha256?, … }`).
  * `invalid(message)` makes the SDK's `invalid_config` error.
@@ -262,11 +276,15 @@ async function generate(wllama, request, { maxTokens, temperature, toolChoice, p
   const mustCall = required && last?.role === "user" && !last.type;
   const textOnly = required && last?.type === "tool_call_result";
   const system = [request.instructions, offered ? toolPrompt(tools) : null].filter(Boolean).join("\n\n");
+  const grammarStart = performance.now();
+  const grammar = offered ? toolGrammar(tools, { required: mustCall, textOnly, parallel: parallelToolCalls }) : undefined;
+  if (offered) measure("grammar", grammarStart, { tools: tools.length });
+  const askStart = performance.now();
   const stream = await wllama.createChatCompletion({
     messages: chatMessages(request, system),
     max_tokens: maxTokens,
     temperature,
-    grammar: offered ? toolGrammar(tools, { required: mustCall, textOnly, parallel: parallelToolCalls }) : undefined,
+    grammar,
     stream: true,
     abortSignal: signal,
   });
@@ -274,7 +292,14 @@ async function generate(wllama, request, { maxTokens, temperature, toolChoice, p
   let streaming = null; // decided at the first character: text streams, a call is kept whole
   let usage;
   let finish = null;
+  let first = true;
+  let timings = null;
   for await (const chunk of stream) {
+    if (first) {
+      first = false;
+      measure("first-token", askStart);
+    }
+    if (chunk.timings) timings = chunk.timings;
     const delta = chunk.choices?.[0]?.delta?.content ?? "";
     finish = chunk.choices?.[0]?.finish_reason ?? finish;
     if (chunk.usage) usage = chunk.usage;
@@ -284,6 +309,12 @@ async function generate(wllama, request, { maxTokens, temperature, toolChoice, p
     if (streaming === null && raw.length) streaming = !offered || !raw.startsWith("<");
     if (streaming) request.onText(delta);
   }
+  // llama.cpp's own clock, in the worker: the prompt's evaluation and the generation, without
+  // the page's and the worker's messages.
+  measure("answer", askStart, timings && {
+    promptTokens: timings.prompt_n, cachedTokens: timings.cache_n, promptMs: timings.prompt_ms,
+    predictedTokens: timings.predicted_n, predictedMs: timings.predicted_ms,
+  });
   if (signal?.aborted) throw new DOMException("aborted", "AbortError");
   const answer = offered ? readAnswer(raw) : { text: raw };
   const counted = usage && {
