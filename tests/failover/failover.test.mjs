@@ -139,10 +139,16 @@ test(`${DEVICES} devices × 2 tabs × ${SECONDS} s on one remote thread while th
             .reduce((m, a) => ({ ...m, [`${a.status} ${a.code}`]: (m[`${a.status} ${a.code}`] ?? 0) + 1 }), {});
           if (f.recoveredMs === null) problems.push(`no write was acknowledged after the kill of ${f.killed}`);
         }
+        // In doubt, then resolved by its id: a write answered `storage` (the primary died under
+        // it, before or after its COMMIT) and later answered 200 under the same commit id, on
+        // the new primary: applied once either way (the commit log's key is the id).
+        const failedIds = new Set(answers.filter((a) => a.status === 500 && a.commitId).map((a) => a.commitId));
+        const resolved = new Set(acked.filter((a) => failedIds.has(a.commitId)).map((a) => a.commitId));
         const odd = answers.filter((a) => a.status >= 500 && a.code !== 'storage');
         if (odd.length) problems.push(`writes answered with something else than a retryable storage error: ${JSON.stringify(odd.slice(0, 5))}`);
         console.log(`failover: ${acked.length} writes acknowledged, all ${kept.size === new Set(acked.map((a) => a.commitId)).size ? 'kept' : 'NOT kept'}; ` +
-          `the handler's pool changed primary ${store.pool.primary?.().switches ?? '?'} times`);
+          `the handler's pool changed primary ${store.pool.primary?.().switches ?? '?'} times; ` +
+          `${resolved.size} writes answered storage during a failover were retried under the same commit id and acknowledged`);
         for (const f of failovers) {
           console.log(`failover: ${f.killed} killed → ${f.promoted} primary after ${(f.promotedMs / 1000).toFixed(1)} s; ` +
             `first write acknowledged after ${f.recoveredMs === null ? '-' : (f.recoveredMs / 1000).toFixed(1)} s; ` +
