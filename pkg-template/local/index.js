@@ -105,13 +105,15 @@ async function load(source, { sha256, contextWindow, device = "auto" }, report, 
   // when llama.cpp could not create the context (a KV cache too large for the page's memory),
   // and the first chat then aborts the runtime; these lines are how that is told apart.
   const native = [];
-  // llama.cpp says how many layers went to the GPU ("offloaded 31/31 layers to GPU"): what
-  // `model_runtime` reports, rather than what was asked for.
-  /** @type {{ layers: number, of: number } | null} */
-  let offloaded = null;
+  // llama.cpp says where the weights went, in its load lines ("offloaded 31/31 layers to GPU",
+  // "WebGPU model buffer size = …"): what `model_runtime` reports, rather than what was asked
+  // for. (Only the CPU case is seen on these machines: a real GPU's lines are llama.cpp's
+  // documented ones, untested here.)
+  let onGpuLines = false;
   const note = (/** @type {any[]} */ a) => {
-    const m = /offloaded (\d+)\/(\d+) layers to GPU/.exec(a.join(" "));
-    if (m) offloaded = { layers: Number(m[1]), of: Number(m[2]) };
+    const line = a.join(" ");
+    const m = /offloaded (\d+)\/\d+ layers to GPU/.exec(line);
+    if ((m && Number(m[1]) > 0) || /WebGPU\S* model buffer size/i.test(line)) onGpuLines = true;
   };
   const wllama = new Wllama(
     { default: new URL("./wllama/wllama.wasm", import.meta.url).href },
@@ -142,8 +144,7 @@ async function load(source, { sha256, contextWindow, device = "auto" }, report, 
     worker: new URL("./wllama/compat/wllama.js", import.meta.url).href,
     wasm: new URL("./wllama/compat/wllama.wasm", import.meta.url).href,
   });
-  const cores = navigator.hardwareConcurrency || 1;
-  const threads = globalThis.crossOriginIsolated ? Math.min(4, cores) : 1;
+  const threads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
   report("load", 0, blob.size);
   // wllama starts its worker from a blob: URL; a Content Security Policy without `worker-src
   // blob:` blocks it, and wllama would wait for that worker forever.
@@ -188,7 +189,7 @@ async function load(source, { sha256, contextWindow, device = "auto" }, report, 
   report("load", blob.size, blob.size);
   const used = wllama.isMultithread() ? wllama.getNumThreads() : 1;
   // An adapter that llama.cpp could not use (no layer offloaded) is the CPU, said so.
-  const onGpu = gpu !== null && (offloaded?.layers ?? 0) > 0;
+  const onGpu = gpu !== null && onGpuLines;
   if (gpu && !onGpu && device === "webgpu") {
     await wllama.exit().catch(() => {});
     throw fileError("webgpu_unavailable", `\`model.device\` is "webgpu" and llama.cpp put no layer on this browser's WebGPU adapter (${gpu.name}${gpu.f16 ? "" : ", without shader-f16"})`);
