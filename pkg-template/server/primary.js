@@ -109,6 +109,16 @@ export function primaryPool(pg, connectionString, options = {}) {
 
     /** @param {any[]} args */
     query(...args) {
+      // The pool's own query() passes a callback; the handler's transactions await a promise.
+      const last = args.length - 1;
+      if (typeof args[last] === "function") {
+        const callback = args[last];
+        args[last] = (/** @type {any} */ err, /** @type {any} */ res) => {
+          if (err && isRoutingError(err)) away(this.gatehouseHost);
+          callback(err, res);
+        };
+        return super.query(...args);
+      }
       const out = super.query(...args);
       if (out && typeof out.then === "function") {
         out.then(undefined, (/** @type {any} */ e) => {
