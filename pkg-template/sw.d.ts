@@ -85,6 +85,7 @@ export function installApprovalHandlers(scope: ApprovalWorkerScope, options?: Ap
 /** Shows a Gatehouse push's notification; null for other pushes (for apps with their own listener). */
 export function showApprovalRequest(scope: ApprovalWorkerScope, event: ApprovalPushEvent): Promise<void> | null;
 
-/** Decides (an action) or opens the thread (the body); null for other notifications. */
+/** Decides (an action: the card closes once the decision is answered, or is replaced by a
+ *  notice that says why not) or opens the thread (the body); null for other notifications. */
 export function handleApprovalClick(scope: ApprovalWorkerScope, event: ApprovalClickEvent,
   options?: ApprovalHandlerOptions): Promise<unknown> | null;

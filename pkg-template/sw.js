@@ -113,10 +113,15 @@ export function showApprovalRequest(scope, event) {
 export function handleApprovalClick(scope, event, options = {}) {
   const data = event.notification?.data;
   if (!data || data.type !== "gatehouse.approval") return null;
-  event.notification.close();
-  if (event.action === "approve" || event.action === "reject") {
-    return decide(scope, data, event.action, options);
+  // An action's card stays until its decision is answered: closed once decided, replaced (same
+  // tag) by the notice that says why not otherwise, so no close is on its way when that notice
+  // shows.
+  if ((event.action === "approve" || event.action === "reject") && data.decideUrl) {
+    return decide(scope, data, event.action, options).then((ok) => {
+      if (ok) event.notification.close();
+    });
   }
+  event.notification.close();
   return open(scope, data);
 }
 
@@ -125,7 +130,6 @@ export function handleApprovalClick(scope, event, options = {}) {
  * @param {"approve" | "reject"} decision @param {import("./sw.js").ApprovalHandlerOptions} options
  */
 async function decide(scope, data, decision, options) {
-  if (!data.decideUrl) return open(scope, data);
   const extra = options.headers ? await options.headers(data) : {};
   const r = await fetch(data.decideUrl, {
     method: "POST",
@@ -133,7 +137,7 @@ async function decide(scope, data, decision, options) {
     headers: { ...extra, "content-type": "application/json" },
     body: JSON.stringify({ commitId: `push:${crypto.randomUUID()}`, decisions: { [data.callId]: decision } }),
   }).catch(() => null);
-  if (r && r.ok) return;
+  if (r && r.ok) return true;
   // Not decided (signed out, not an approver, already decided, offline): said, and the app
   // opens on the thread on a tap.
   let why = r ? `${r.status}` : "offline";
@@ -145,6 +149,7 @@ async function decide(scope, data, decision, options) {
   await scope.registration.showNotification(`Not ${decision === "approve" ? "approved" : "rejected"}: ${data.tool}`, {
     body: why, tag: `${TAG}${data.threadId}:${data.callId}`, data: { ...data, decided: false },
   });
+  return false;
 }
 
 /** @param {import("./sw.js").ApprovalWorkerScope} scope @param {any} data */

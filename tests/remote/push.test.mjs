@@ -39,6 +39,8 @@ const PAGE = `<!doctype html><meta charset="utf-8"><title>push</title>
     .then(() => navigator.serviceWorker.ready);
 </script>`;
 const WORKER = `import { installApprovalHandlers, handleApprovalClick } from '/pkg/sw.js';
+self.pushes = [];
+self.addEventListener('push', (e) => self.pushes.push(e.data ? e.data.text().length : -1));
 installApprovalHandlers(self);
 // What a tap on an action runs, for the test (a notificationclick the test cannot make).
 self.tap = async (action) => {
@@ -253,13 +255,23 @@ test('a push shows the call with Approve and Reject; Approve decides once, as th
     const after1 = await stored(s.pool, 'alice:push');
     assert.match(after1.messages.at(-1)[1], /"approval":"approved"/);
     assert.match(JSON.stringify(after1.audit), /decidedBy[^,]*bob/);
-    // The tap closed it. (Waited for: Chromium closes a notification asynchronously, by its
-    // tag, so a close still on its way could take the replayed one, which has the same tag.)
+    // The tap closed it.
     await until(async () => (await bob.worker.evaluate(() => self.shown())).length === 0, 10_000, 'the tapped notification to close');
-    // The same push again (a replay), and a second tap: nothing more is written.
-    await bob.cdp.send('ServiceWorker.deliverPushMessage', { origin: s.origin, registrationId: bob.registrationId, data: payload });
-    await until(async () => (await bob.worker.evaluate(() => self.shown())).length === 1, 10_000, 'the replayed notification',
-      () => bob.worker.evaluate(() => self.shown()));
+    // The same push again (a replay), and a second tap: nothing more is written. (Delivered
+    // up to three times, as a push service redelivers. Twice in CI a push delivered right
+    // after the close showed nothing within 10 s; it never happened here in 10 runs, and why
+    // is not pinned down: the failure message gives the worker's push count, which says
+    // whether the push arrived at all.)
+    for (let attempt = 1; ; attempt++) {
+      await bob.cdp.send('ServiceWorker.deliverPushMessage', { origin: s.origin, registrationId: bob.registrationId, data: payload });
+      try {
+        await until(async () => (await bob.worker.evaluate(() => self.shown())).length === 1, 3_000, 'the replayed notification',
+          () => bob.worker.evaluate(async () => ({ shown: await self.shown(), pushes: self.pushes })));
+        break;
+      } catch (e) {
+        if (attempt === 3) throw e;
+      }
+    }
     await bob.worker.evaluate(() => self.tap('approve'));
     await until(async () => (await bob.worker.evaluate(() => self.shown())).some((n) => n.title.startsWith('Not approved')), 10_000, 'the refusal notice');
     // (The refused decision's id is logged, as every refusal is, so a replay of it is refused
