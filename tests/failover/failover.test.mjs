@@ -43,12 +43,13 @@ const recording = (handle) => async (request) => {
   } catch {
     // not JSON: the handler refuses it
   }
+  const start = Date.now();
   const response = await handle(request);
   let code = null;
   if (response.status !== 200) {
     code = await response.clone().json().then((b) => b.error?.code ?? null, () => null);
   }
-  answers.push({ at: Date.now(), commitId, status: response.status, code, route: route[1] });
+  answers.push({ start, at: Date.now(), commitId, status: response.status, code, route: route[1] });
   return response;
 };
 
@@ -149,6 +150,12 @@ test(`${DEVICES} devices × 2 tabs × ${SECONDS} s on one remote thread while th
         console.log(`failover: ${acked.length} writes acknowledged, all ${kept.size === new Set(acked.map((a) => a.commitId)).size ? 'kept' : 'NOT kept'}; ` +
           `the handler's pool changed primary ${store.pool.primary?.().switches ?? '?'} times; ` +
           `${resolved.size} writes answered storage during a failover were retried under the same commit id and acknowledged`);
+        // Writes that took the handler more than 5 s to answer (a request that hung, rather
+        // than failed, across a failover), with the answer they got in the end.
+        const slow = answers.filter((a) => a.at - a.start > 5_000);
+        console.log(`failover: ${slow.length} writes took more than 5 s to answer: ` +
+          JSON.stringify(slow.slice(0, 8).map((a) => ({ ms: a.at - a.start, status: a.status, code: a.code,
+            sinceKill: Math.min(...failovers.map((f) => a.start - f.killedAt).filter((d) => d >= -10_000)) }))));
         for (const f of failovers) {
           console.log(`failover: ${f.killed} killed → ${f.promoted} primary after ${(f.promotedMs / 1000).toFixed(1)} s; ` +
             `first write acknowledged after ${f.recoveredMs === null ? '-' : (f.recoveredMs / 1000).toFixed(1)} s; ` +
