@@ -49,22 +49,22 @@ function check(options, invalid) {
   }
 }
 
-// One loaded model per file and context window, shared by every agent of the page; wllama
+// One loaded model per file, context window and device, shared by every agent of the page; wllama
 // answers one request at a time, so calls queue. (The context window is the runtime's n_ctx:
 // an agent asking for another one gets a runtime of its own.)
 const loaded = new Map();
 
 function runtime(source, options, report, signal) {
   const file = source instanceof Blob ? source : `${source}|${options.sha256 ?? ""}`;
-  const windows = loaded.get(file) ?? loaded.set(file, new Map()).get(file);
-  // (A runtime per context window and device: `device: "cpu"` beside an `auto` that took
-  // WebGPU gets its own.)
-  const window = `${options.contextWindow ?? DEFAULT_CONTEXT}|${options.device ?? "auto"}`;
-  let entry = windows.get(window);
+  const runtimes = loaded.get(file) ?? loaded.set(file, new Map()).get(file);
+  // A runtime per context window and device: `device: "cpu"` beside an `auto` that took
+  // WebGPU gets its own.
+  const key = `${options.contextWindow ?? DEFAULT_CONTEXT}|${options.device ?? "auto"}`;
+  let entry = runtimes.get(key);
   if (!entry) {
-    const drop = () => windows.get(window) === entry && windows.delete(window);
+    const drop = () => runtimes.get(key) === entry && runtimes.delete(key);
     entry = { queue: Promise.resolve(), ready: load(source, options, report, signal), drop };
-    windows.set(window, entry);
+    runtimes.set(key, entry);
     // A failed load is not kept: the next call tries again (after the file is fixed).
     entry.ready.catch(drop);
   }

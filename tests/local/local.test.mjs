@@ -233,4 +233,8 @@ test('abort mid-generation: aborted, nothing half-written stored; the next chat 
   assert.deepEqual(thread.map((m) => m.role), ['user'], 'no partial answer stored');
   const next = await h.page.evaluate(() => window.t.chat('abort', 'Say hello.'));
   assert.equal(next.status, 'completed', JSON.stringify(next));
+  // The page's model was loaded before: neither call loads it again, and each says where it
+  // runs (one model_runtime per model call).
+  assert.equal((await events('abort', 'model_progress')).length, 0, 'no load for a loaded model');
+  assert.equal((await events('abort', 'model_runtime')).length, 2);
 });

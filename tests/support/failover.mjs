@@ -20,13 +20,11 @@
 // unhealthy after 3 s, a primary that cannot be reached is taken as demoted after 5 s): the
 // defaults (5 s, 20 s, 30 s) make a failover take about a minute.
 
-import { spawn, spawnSync, execFileSync } from "node:child_process";
-import { chownSync, closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, openSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { freePort } from "./postgres.mjs";
+import { binDir, forget, freePort, postgresTempDir, removeAtExit } from "./postgres.mjs";
 
-const BIN = "/usr/lib/postgresql/15/bin";
 const asRoot = process.getuid?.() === 0;
 
 /** Tightened health checks (see above), in ms. */
@@ -47,33 +45,12 @@ export function haveAutoFailover() {
   return spawnSync("pg_autoctl", ["--version"]).status === 0;
 }
 
-const formations = new Set();
-let hooked = false;
-function hookExit() {
-  if (hooked) return;
-  hooked = true;
-  const cleanup = () => {
-    for (const f of formations) f.removeNow();
-  };
-  process.on("exit", cleanup);
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
-    process.once(signal, () => {
-      cleanup();
-      process.exit(128 + ({ SIGINT: 2, SIGTERM: 15, SIGHUP: 1 })[signal]);
-    });
-  }
-}
-
 export async function startFormation() {
   if (!haveAutoFailover()) {
     throw new Error("pg_auto_failover is not installed: run scripts/setup-postgres.sh (make setup)");
   }
-  const dir = mkdtempSync(join(tmpdir(), "gatehouse-ha-"));
-  if (asRoot) {
-    const uid = Number(execFileSync("id", ["-u", "postgres"]).toString());
-    const gid = Number(execFileSync("id", ["-g", "postgres"]).toString());
-    chownSync(dir, uid, gid);
-  }
+  const dir = postgresTempDir("gatehouse-ha-");
+  const BIN = binDir();
   // pg_autoctl keeps its state and config under XDG directories keyed by PGDATA: this
   // formation's own, so nothing is shared with another test's (or the machine's).
   const env = [
@@ -174,7 +151,7 @@ export async function startFormation() {
     removeNow() {
       if (stopped) return;
       stopped = true;
-      formations.delete(f);
+      forget(f);
       for (const node of nodes.values()) {
         if (node.child) {
           try {
@@ -187,8 +164,7 @@ export async function startFormation() {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  formations.add(f);
-  hookExit();
+  removeAtExit(f);
 
   run(["pg_autoctl", "create", "monitor", "--pgdata", join(dir, "monitor"), "--pgport",
     String(monitorPort), "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl"]);

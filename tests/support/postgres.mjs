@@ -20,7 +20,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-function binDir() {
+export function binDir() {
   const root = "/usr/lib/postgresql";
   const versions = existsSync(root)
     ? readdirSync(root).filter((v) => existsSync(join(root, v, "bin", "initdb")))
@@ -93,14 +93,31 @@ function hookExit() {
  * Starts a fresh cluster. Resolves to `{ host, port, user, database, connectionString,
  * socketDir, dataDir, stop(), kill(), restart() }`.
  */
-export async function startPostgres() {
-  const bin = binDir();
-  const dataDir = mkdtempSync(join(tmpdir(), "gatehouse-pg-"));
+/** A fresh temporary directory the Postgres user owns (that user runs the servers). */
+export function postgresTempDir(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   if (asRoot) {
     const uid = Number(execFileSync("id", ["-u", "postgres"]).toString());
     const gid = Number(execFileSync("id", ["-g", "postgres"]).toString());
-    chownSync(dataDir, uid, gid);
+    chownSync(dir, uid, gid);
   }
+  return dir;
+}
+
+/** `thing.removeNow()` runs when the process exits, also on SIGINT/SIGTERM/SIGHUP, unless
+ *  `forget(thing)` was called first. */
+export function removeAtExit(thing) {
+  clusters.add(thing);
+  hookExit();
+}
+
+export function forget(thing) {
+  clusters.delete(thing);
+}
+
+export async function startPostgres() {
+  const bin = binDir();
+  const dataDir = postgresTempDir("gatehouse-pg-");
   const port = await freePort();
   const database = "postgres";
   const options = [
@@ -167,15 +184,14 @@ export async function startPostgres() {
     removeNow() {
       if (stopped) return;
       stopped = true;
-      clusters.delete(cluster);
+      forget(cluster);
       if (cluster.running()) {
         run(`${bin}/pg_ctl`, ["-D", dataDir, "-m", "immediate", "-w", "stop"], { check: false });
       }
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-  clusters.add(cluster);
-  hookExit();
+  removeAtExit(cluster);
   run(`${bin}/initdb`, ["-D", dataDir, "-U", user, "-A", "trust", "-E", "UTF8", "--locale=C",
     "--no-sync"]);
   run(`${bin}/pg_ctl`, ["-D", dataDir, "-o", options, "-l", join(dataDir, "log"), "-w",
