@@ -44,6 +44,7 @@ check: setup-build
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
+	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features browser -- -D warnings
 	cargo test --all-targets
 	node --test tests/js/
 
@@ -79,6 +80,7 @@ check-wasm:
 	cargo build --lib --target wasm32-unknown-unknown
 	cargo build --lib --target wasm32-unknown-unknown --no-default-features
 	cargo build --lib --target wasm32-unknown-unknown --no-default-features --features browser
+	cargo build --lib --target wasm32-unknown-unknown --no-default-features --features browser,remote
 	@scripts/stamp.sh end $@
 
 # Every target installs what it needs (idempotent, instant once installed), so each works

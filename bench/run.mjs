@@ -165,6 +165,9 @@ function measureSize() {
   const r = {
     gatehouse: {
       wasm: sizes(wasmBuf), wasmSections: wasmSections(wasmBuf), shippedJs: sizes(shippedJs),
+      // The same crate with the remote store: fetched instead of (initRemote()) or beside the
+      // main wasm, only by a page with remote threads.
+      remoteWasm: sizes(fs.readFileSync(path.join(root, 'pkg/gatehouse_remote_bg.wasm'))),
       appJs: sizes(ghApp.code), appJsByInput: ghApp.byPackage, appJsLazyRaw: ghApp.lazy,
     },
     aisdk: { appJs: sizes(aiApp.code), appJsByPackage: aiApp.byPackage, appJsLazyRaw: aiApp.lazy },

@@ -41,6 +41,7 @@ export function buildRows(R, CFG) {
     row('JS, app bundled with esbuild (esm, browser, minified)', null, g.appJs.brotli, p?.appJs.brotli, a.appJs.brotli, { cells: { gh: sizeCell(g.appJs), aip: sizeCell(p?.appJs), aim: sizeCell(a.appJs) }, chart: false });
     if (g.appJsLazyRaw != null) info('  JS chunks loaded only on use (import(); GH: the local provider), raw, not counted', kb(g.appJsLazyRaw), kb(p?.appJsLazyRaw), kb(a.appJsLazyRaw));
     info('wasm (pkg/gatehouse_bg.wasm)', sizeCell(g.wasm));
+    if (g.remoteWasm) info('  with the remote store (pkg/gatehouse_remote_bg.wasm, only for storage.kind "remote"), not counted', sizeCell(g.remoteWasm));
     row('total download, gzip -9', kb, g.total.gzip, p?.appJs.gzip, a.appJs.gzip, { short: 'download, gzip -9' });
     row('total download, brotli 11', kb, g.total.brotli, p?.appJs.brotli, a.appJs.brotli, { short: 'download, brotli' });
     row('total download, raw', kb, g.total.raw, p?.appJs.raw, a.appJs.raw, { chart: false });
@@ -51,7 +52,8 @@ export function buildRows(R, CFG) {
     info('  largest inputs of the AI SDK bundles (minified)', '—', top(p?.appJsByPackage), top(a.appJsByPackage));
     const b = g.breakdown;
     if (!g.byCrate) info('  wasm by crate', 'skipped: no scripts/size-report.sh');
-    else if (!b?.crates?.length) info('  wasm by crate', String(g.byCrate).split('\n').find((l) => l.trim()) ?? 'no breakdown');
+    // Its own reason when it has none (twiggy missing, the script failed), not its first line.
+    else if (!b?.crates?.length) info('  wasm by crate', String(g.byCrate).split('\n').find((l) => /^\(|failed/.test(l.trim())) ?? 'no breakdown');
     else {
       const pct = (x) => `${((100 * x) / b.total).toFixed(1)}%`;
       info(`  wasm by crate (scripts/size-report.sh: shallow bytes of the shipped code, raw; total ${kb(b.total)})`, '');

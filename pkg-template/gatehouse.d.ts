@@ -18,6 +18,13 @@ export default function init(options?: { module_or_path: InitInput | Promise<Ini
 /** Loads the wasm synchronously from its bytes or a compiled module (Node, workers). */
 export function initSync(options: { module: BufferSource | WebAssembly.Module }): void;
 
+/** Loads the module with the remote store (`storage: { kind: "remote" }`), which the main
+ *  wasm leaves out: without an argument `gatehouse_remote_bg.wasm` next to this module. It
+ *  otherwise loads by itself for the first remote agent, list or subscription. An app whose
+ *  threads are all remote calls it instead of `init()`: every agent then runs in it and the
+ *  main wasm is never fetched. Rejects with a `network` GatehouseError if it cannot load. */
+export function initRemote(options?: { module_or_path: InitInput | Promise<InitInput> }): Promise<void>;
+
 /** Every error Gatehouse throws or rejects with. */
 export declare class GatehouseError extends Error {
   private constructor();

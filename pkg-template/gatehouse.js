@@ -17,6 +17,7 @@ export const defineTool = (tool) => tool;
 
 let ready = null;
 let loaded = false; // init() has finished: synchronous calls may go ahead
+let mainLoaded = false; // the main module is loaded (init() or initSync() finished)
 
 // The offline demo model is not in the main wasm: its module loads at its first model call,
 // so an agent with another model, or one that never calls a model (a device that only reads
@@ -25,16 +26,40 @@ const demoModel = async (request) => (await import("./demo-model/index.js")).dem
 // Nor is the MCP client: its module loads when an agent with `mcpServers` first asks a server
 // (docs/design.md, "MCP tools").
 const mcpClient = async (config) => (await import("./mcp/index.js")).connect(config);
-const register = () => {
-  setDemoModel(demoModel);
-  setMcpClient(mcpClient);
+const register = (m) => {
+  m.setDemoModel(demoModel);
+  m.setMcpClient(mcpClient);
 };
+
+// Nor is the remote store (docs/design.md, "The remote store's module"): the main wasm is
+// built without it, and the same crate built with it (gatehouse_remote.js and its wasm) loads
+// for the first agent, list or subscription with `storage.kind: "remote"`, or at
+// initRemote(). Agents of other stores stay in the main module.
+let remote = null; // the remote module's load, once asked for
+let remoteCore = null; // its Agent class, once loaded
+
+function loadRemote(input) {
+  remote ??= import("./gatehouse_remote.js")
+    // (Its init and registrations are left out of gatehouse_remote.d.ts, as the main one's.)
+    .then(async (/** @type {any} */ m) => {
+      await m.default(input);
+      register(m);
+      remoteCore = m.Agent;
+    })
+    .catch((e) => {
+      remote = null; // a later call (online again, or with a working URL) may try again
+      throw new GatehouseError("network", "the remote store's module (gatehouse_remote_bg.wasm) could not be loaded: " +
+        `${e?.message ?? e}. Nothing was changed; try again, or pass its URL to initRemote()`, true);
+    });
+  return remote;
+}
 
 export default function init(input) {
   // @ts-expect-error: not in gatehouse_wasm.d.ts (see the import)
   ready ??= initWasm(input).then(
     () => {
-      register();
+      register({ setDemoModel, setMcpClient });
+      mainLoaded = true;
       loaded = true;
     },
     (e) => {
@@ -47,9 +72,32 @@ export default function init(input) {
 
 export function initSync(input) {
   initSyncWasm(input);
-  register();
+  register({ setDemoModel, setMcpClient });
   ready = Promise.resolve();
+  mainLoaded = true;
   loaded = true;
+}
+
+/** Loads the module with the remote store now: an app whose threads are remote calls it
+ *  instead of init() (then every agent runs in it, and the main wasm is never fetched), or
+ *  beside it, to load it before the first remote agent opens. */
+export function initRemote(input) {
+  const r = loadRemote(input);
+  if (!ready) {
+    ready = r.then(() => { loaded = true; });
+    ready.catch(() => (ready = null));
+  }
+  return r;
+}
+
+/** The Agent class of the module that serves `storage`. */
+async function coreFor(storage) {
+  await initialized();
+  if (storage?.kind === "remote" || !mainLoaded) {
+    await loadRemote();
+    return remoteCore;
+  }
+  return Core;
 }
 
 // A trap (a Rust panic, compiled to `unreachable`, or any other wasm fault) leaves the module in
@@ -118,17 +166,18 @@ export class Agent {
       const invalid = (m) => new GatehouseError("invalid_config", `invalid configuration: Agent.open: ${m}`, false);
       options = { ...options, model: localModel(options.model, invalid) };
     }
-    return new Agent(await guard(() => Core.open(options)));
+    const core = await coreFor(options?.storage);
+    return new Agent(await guard(() => core.open(options)));
   }
 
   static async listThreads(storage) {
-    await initialized();
-    return guard(() => Core.listThreads(storage));
+    const core = await coreFor(storage);
+    return guard(() => core.listThreads(storage));
   }
 
   static async deleteThread(threadId, storage) {
-    await initialized();
-    return guard(() => Core.deleteThread(threadId, storage));
+    const core = await coreFor(storage);
+    return guard(() => core.deleteThread(threadId, storage));
   }
 
   static subscribeThreads(storage, listener) {
@@ -142,8 +191,23 @@ export class Agent {
     if (typeof listener !== "function") {
       throw new GatehouseError("invalid_config", "subscribeThreads(storage, listener): the listener must be a function", false);
     }
-    const stop = guard(() => Core.subscribeThreads(storage, listener));
-    return () => guard(stop);
+    const core = storage?.kind === "remote" || !mainLoaded ? remoteCore : Core;
+    if (core) {
+      const stop = guard(() => core.subscribeThreads(storage, listener));
+      return () => guard(stop);
+    }
+    // A remote store's first subscription before its module loaded: it starts once the module
+    // has loaded (unless stopped before); what goes wrong meanwhile is said on the console,
+    // since nothing else is there to hear it. initRemote() first makes this synchronous.
+    let stop = null;
+    let stopped = false;
+    loadRemote().then(() => {
+      if (!stopped) stop = guard(() => remoteCore.subscribeThreads(storage, listener));
+    }).catch((e) => console.error("Gatehouse: Agent.subscribeThreads:", e));
+    return () => {
+      stopped = true;
+      if (stop) guard(stop);
+    };
   }
 
   #live(method) {

@@ -18,14 +18,6 @@ cd "$(dirname "$0")/.."
 # Its own target directory, so the stable builds of the tests keep theirs.
 toolchain=$(./scripts/pkg-toolchain.sh)
 target_dir=target/pkg
-RUSTFLAGS="-Zunstable-options -Csymbol-mangling-version=legacy -Zlocation-detail=none" \
-  CARGO_TARGET_DIR=$target_dir cargo "+$toolchain" build --release --lib \
-  --no-default-features --features browser --target wasm32-unknown-unknown -Z build-std=std,panic_abort \
-  -Z build-std-features=optimize_for_size -Z panic-immediate-abort \
-  --config 'profile.release.panic="immediate-abort"'
-rm -rf pkg
-wasm-bindgen $target_dir/wasm32-unknown-unknown/release/gatehouse_agent.wasm \
-  --out-dir pkg --out-name gatehouse --target web --remove-producers-section
 # binaryen 132 from npm (package-lock.json). Debian's wasm-opt 108 produced a module whose
 # function table Chromium rejects at instantiation ("Table.set(): function-typed object
 # must be null"), so it is not used.
@@ -44,7 +36,30 @@ wasm_opt_flags=(-Oz --converge --low-memory-unused
   --one-caller-inline-max-function-size=20 --reorder-functions-by-name
   --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
   --enable-mutable-globals --enable-reference-types --enable-multivalue)
-node_modules/.bin/wasm-opt pkg/gatehouse_bg.wasm "${wasm_opt_flags[@]}" -o pkg/gatehouse_bg.wasm
+# build <features> <out-dir> <name>: the crate with <features>, through wasm-bindgen and wasm-opt.
+build() {
+  RUSTFLAGS="-Zunstable-options -Csymbol-mangling-version=legacy -Zlocation-detail=none" \
+    CARGO_TARGET_DIR=$target_dir cargo "+$toolchain" build --release --lib \
+    --no-default-features --features "$1" --target wasm32-unknown-unknown -Z build-std=std,panic_abort \
+    -Z build-std-features=optimize_for_size -Z panic-immediate-abort \
+    --config 'profile.release.panic="immediate-abort"'
+  wasm-bindgen $target_dir/wasm32-unknown-unknown/release/gatehouse_agent.wasm \
+    --out-dir "$2" --out-name "$3" --target web --remove-producers-section
+  node_modules/.bin/wasm-opt "$2/$3_bg.wasm" "${wasm_opt_flags[@]}" -o "$2/$3_bg.wasm"
+}
+rm -rf pkg
+# The same crate with the remote store (docs/design.md, "The remote store's module"):
+# gatehouse.js loads it for the first remote agent, or at initRemote(). Its wasm-bindgen
+# module is gatehouse_remote.js beside the main one; their snippets (the error class among
+# them) are the same files, so both modules throw the one GatehouseError. Built first, so
+# that the release wasm left in target/pkg is the main one (scripts/size-report.sh reads it).
+remote_out=$(mktemp -d)
+build browser,remote "$remote_out" gatehouse_remote
+# The main wasm, what init() loads: without the remote store.
+build browser pkg gatehouse
+diff -r "$remote_out/snippets" pkg/snippets
+mv "$remote_out/gatehouse_remote.js" "$remote_out/gatehouse_remote.d.ts" "$remote_out/gatehouse_remote_bg.wasm" pkg/
+rm -rf "$remote_out"
 # wasm-bindgen's module becomes gatehouse_wasm.js (the wasm keeps its name: the module finds
 # it by URL in the same folder), behind the hand-written entry gatehouse.js, which imports
 # the error class from its snippet (a hashed path, filled in here).
@@ -53,8 +68,12 @@ mv pkg/gatehouse.d.ts pkg/gatehouse_wasm.d.ts
 rm pkg/gatehouse_bg.wasm.d.ts # the wasm's raw exports: nothing for users
 # The generated d.ts ends with init/initSync and `InitOutput`, the wasm's raw exports
 # (mangled closure names): the entry's d.ts declares init and initSync instead.
-sed -i '/^export type InitInput/,$d' pkg/gatehouse_wasm.d.ts
-sed -i '1i /// <reference lib="esnext.disposable" />' pkg/gatehouse_wasm.d.ts
+# The remote build's d.ts likewise: gatehouse.js imports it (the type check reads it), users
+# never do.
+for d in pkg/gatehouse_wasm.d.ts pkg/gatehouse_remote.d.ts; do
+  sed -i '/^export type InitInput/,$d' "$d"
+  sed -i '1i /// <reference lib="esnext.disposable" />' "$d"
+done
 error_module=$(cd pkg && ls snippets/*/src/js/error.js)
 sed "s|__ERROR_MODULE__|./$error_module|" pkg-template/gatehouse.js > pkg/gatehouse.js
 cp pkg-template/gatehouse.d.ts pkg-template/package.json pkg-template/README.md LICENSE pkg/
@@ -100,6 +119,9 @@ cat pkg/gatehouse.js pkg/gatehouse_wasm.js $(find pkg/snippets -name '*.js' | so
 echo "package sizes:"
 size gatehouse_bg.wasm pkg/gatehouse_bg.wasm
 size "JS (all modules)" "$js"
+echo "with the remote store (loaded instead, or as well, for storage.kind \"remote\"):"
+size gatehouse_remote_bg.wasm pkg/gatehouse_remote_bg.wasm
+size "remote JS" pkg/gatehouse_remote.js
 echo "the demo model (loaded only for provider \"demo\"):"
 cat pkg/demo-model/*.js > "$js"
 size "demo JS" "$js"

@@ -156,7 +156,9 @@ impl Storage {
     }
 
     /// The app's Postgres behind the store handler mounted at `url` (docs/design.md,
-    /// "Across devices"): the thread follows the user to every device.
+    /// "Across devices"): the thread follows the user to every device. (With the `remote`
+    /// feature, a default one.)
+    #[cfg(feature = "remote")]
     pub fn remote(url: &str) -> Storage {
         Storage {
             remote: Some(RemoteAt {

@@ -25,14 +25,23 @@ pub enum StorageKind {
 pub struct RemoteAt {
     pub url: String,
     pub headers: Vec<(String, String)>,
+    /// Without the `remote` feature there is no remote store, and no `RemoteAt` either.
+    #[cfg(not(feature = "remote"))]
+    pub never: crate::store::remote::Absent,
 }
 
 impl RemoteAt {
     /// The store of this handler, named for this page's locks and notices after the
     /// database and the URL.
+    #[cfg(feature = "remote")]
     pub fn open(&self, database: &str) -> RemoteStore {
         let name = format!("{database}@{}", self.url);
         RemoteStore::open(&self.url, self.headers.clone(), name)
+    }
+
+    #[cfg(not(feature = "remote"))]
+    pub fn open(&self, _: &str) -> RemoteStore {
+        RemoteStore::open(self.never)
     }
 }
 

@@ -334,6 +334,13 @@ fn approval_timeout(what: &str, ms: Option<f64>) -> Result<Option<Option<u64>>, 
 fn storage(p: StorageParams) -> Result<Storage, AgentError> {
     let database = p.database;
     match (p.kind, p.url) {
+        // The package's main wasm is built without the remote store; gatehouse.js sends a
+        // remote agent to the build that has it (docs/design.md, "The remote store's module").
+        #[cfg(not(feature = "remote"))]
+        (Some(StorageKind::Remote), Some(_)) => Err(bad(
+            "`storage`: this build has no remote store (gatehouse.js opens remote agents in the module that has it)",
+        )),
+        #[cfg(feature = "remote")]
         (Some(StorageKind::Remote), Some(url)) => {
             let mut s = Storage::remote(&url);
             if let Some(d) = database {

@@ -8,7 +8,12 @@ pub mod memory;
 pub mod ownership;
 pub mod page;
 mod record;
-#[cfg(all(target_arch = "wasm32", feature = "browser"))]
+#[cfg(all(target_arch = "wasm32", feature = "remote"))]
+pub mod remote;
+/// Without the `remote` feature, a remote store that cannot exist: the driver's remote paths
+/// compile unchanged and the optimizer drops them.
+#[cfg(all(target_arch = "wasm32", feature = "browser", not(feature = "remote")))]
+#[path = "remote_absent.rs"]
 pub mod remote;
 pub mod summary;
 pub mod wire;

@@ -21,6 +21,8 @@ const tarball = path.join(work, sh("npm", ["pack", "--silent", "--pack-destinati
 // typings, no build leftovers.
 const listing = sh("tar", ["tzf", tarball], work).trim().split("\n").sort();
 const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gatehouse_bg.wasm", "gatehouse_wasm.d.ts", "gatehouse_wasm.js", "package.json",
+  // The build with the remote store, loaded only for storage.kind "remote".
+  "gatehouse_remote.js", "gatehouse_remote.d.ts", "gatehouse_remote_bg.wasm",
   "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/announcer.js", "ui/cards.js", "ui/chat-view.js", "ui/composer.js",
   "ui/element.js", "ui/element.d.ts", "ui/errors.js", "ui/markdown.js", "ui/message-list.js", "ui/messages.js", "ui/widget.js",
   "ui/gatehouse.css",
@@ -135,7 +137,10 @@ console.log("ok - the installed package's types (bundler and nodenext resolution
 sh(path.join(root, "node_modules/.bin/vite"), ["build", "--logLevel", "warn", viteApp], viteApp);
 const dist = path.join(viteApp, "dist");
 const assets = fs.readdirSync(path.join(dist, "assets"));
-if (!assets.some((a) => a.endsWith(".wasm"))) throw new Error("vite did not emit the wasm: " + assets);
+if (!assets.some((a) => /^gatehouse_bg-.*\.wasm$/.test(a))) throw new Error("vite did not emit the wasm: " + assets);
+// The remote store's build is emitted too (the app may open a remote thread), as a chunk of
+// its own: the page below, whose threads are in IndexedDB, must not fetch it.
+if (!assets.some((a) => /^gatehouse_remote_bg-.*\.wasm$/.test(a))) throw new Error("vite did not emit the remote store's wasm: " + assets);
 // The app imports gatehouse-agent/ui and uses none of its elements: no stylesheet comes along.
 if (assets.some((a) => a.endsWith(".css"))) throw new Error("importing gatehouse-agent/ui put a stylesheet in the build: " + assets);
 sh(path.join(root, "node_modules/.bin/vite"), ["build", "--logLevel", "warn", viteReact], viteReact);
@@ -198,9 +203,12 @@ for (const [name, dir] of [["plain", plain], ["vite", dist]]) {
   const page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
+  const wasms = [];
+  page.on("request", (r) => { if (r.url().endsWith(".wasm")) wasms.push(new URL(r.url()).pathname.split("/").pop()); });
   try {
     await page.goto(server.url + "/");
     await page.waitForSelector("body[data-done]", { timeout: 30000 });
+    if (wasms.some((w) => w.startsWith("gatehouse_remote_bg"))) errors.push(`a page without remote threads fetched the remote store: ${wasms}`);
     const log = await page.textContent("#log");
     const done = await page.getAttribute("body", "data-done");
     await page.screenshot({ path: path.join(outDir, `${name}.png`) });

@@ -6,6 +6,7 @@ import init, {
   Agent,
   GatehouseError,
   defineTool,
+  initRemote,
   initSync,
   isGatehouseError,
   type AgentState,
@@ -42,7 +43,11 @@ const disposed: Promise<void> = agent.dispose();
 const ready: Promise<void> = init();
 const readyFrom: Promise<void> = init({ module_or_path: new URL("https://cdn.example/gatehouse_bg.wasm") });
 const sync: (bytes: Uint8Array) => void = (bytes) => initSync({ module: bytes });
-export const promises = [afterDecisions, afterResults, afterRetry, chat, handled, policy, opened, disposed, ready, readyFrom, sync];
+const remoteReady: Promise<void> = initRemote();
+const remoteFrom: Promise<void> = initRemote({ module_or_path: "/assets/gatehouse_remote_bg.wasm" });
+// @ts-expect-error: the wasm's location, not a storage
+initRemote({ kind: "remote" });
+export const promises = [afterDecisions, afterResults, afterRetry, chat, handled, policy, opened, disposed, ready, readyFrom, sync, remoteReady, remoteFrom];
 same<Equal<Awaited<ReturnType<Agent["chat"]>>, AgentState>>();
 same<Equal<Awaited<ReturnType<Agent["messages"]>>, Message[]>>();
 same<Equal<Awaited<ReturnType<typeof Agent.listThreads>>, ThreadSummary[]>>();
@@ -248,7 +253,7 @@ export async function scoped(): Promise<void> {
 }
 // @ts-expect-error wasm-bindgen's raw exports are not part of the API
 export type Raw = pkg.InitOutput;
-same<Equal<keyof typeof pkg, "Agent" | "GatehouseError" | "defineTool" | "default" | "initSync" | "isGatehouseError">>();
+same<Equal<keyof typeof pkg, "Agent" | "GatehouseError" | "defineTool" | "default" | "initRemote" | "initSync" | "isGatehouseError">>();
 
 // --- MCP servers (README "MCP tools").
 export const withMcp = Agent.open({ threadId: "t", mcpServers: [{ name: "github",
