@@ -123,6 +123,10 @@ test-node: pkg
 test-server: pkg setup-postgres
 	@scripts/stamp.sh start $@
 	node --test tests/server/
+	# Again on pools in node-postgres' pipeline mode (the handler sends BEGIN and COMMIT with
+	# its statements there: docs/design.md, "A commit's statements").
+	GATEHOUSE_PG_PIPELINE=1 node --test tests/server/store.test.mjs tests/server/hostile.test.mjs \
+	  tests/server/crash.test.mjs tests/server/requests.test.mjs tests/server/approvers.test.mjs tests/server/receipts.test.mjs
 	@scripts/stamp.sh end $@
 
 # The store handler in Deno, Bun, Hono on Node, a Next.js route handler (next dev) and a

@@ -5,9 +5,11 @@
 // printed, grouped as the wasm core, JSON, crypto, node-postgres, HTTP, and the rest.
 // Numbers are printed, never asserted.
 //
-//   node bench/handler-cpu.mjs [--quick] [--devices 8] [--seconds 5] [--profile] [--server PATH] [--socket]
+//   node bench/handler-cpu.mjs [--quick] [--devices 8] [--seconds 5] [--profile] [--server PATH] [--socket] [--pipeline]
 //
 // --socket: the handler reaches Postgres over its Unix socket instead of TCP on loopback.
+// --pipeline: the handler's pool is made with node-postgres' `pipeline: true` (BEGIN goes with
+// a commit's first statement, COMMIT with its last).
 //
 // --server: another build of gatehouse-agent/server's entry, to compare two versions.
 import { spawn } from 'node:child_process';
@@ -77,17 +79,18 @@ function profileSummary(file) {
   return { total, groups, top, writes };
 }
 
-export async function measureHandlerCpu({ quick = false, log = console.error, profile = false } = {}) {
+export async function measureHandlerCpu({ quick = false, log = console.error, profile = false, pipelined = false } = {}) {
   const devices = Number(arg('--devices', 8));
   const seconds = Number(arg('--seconds', quick ? 2 : 5));
   const socket = cli && process.argv.includes('--socket');
+  const pipeline = cli ? process.argv.includes('--pipeline') : pipelined;
   const cluster = await startPostgres();
   const profDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatehouse-prof-'));
   const child = spawn(process.execPath, [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
     path.join(here, 'handler-proc.mjs'), socket
       ? `postgresql://${cluster.user}@/${cluster.database}?host=${encodeURIComponent(cluster.socketDir)}&port=${cluster.port}`
       : cluster.connectionString, ...(arg('--server', null) ? [arg('--server', null)] : [])],
-  { stdio: ['ignore', 'pipe', 'inherit'] });
+  { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, GATEHOUSE_PIPELINE: pipeline ? '1' : '0' } });
   try {
     const url = await new Promise((resolve, reject) => {
       let out = '';
@@ -130,7 +133,7 @@ export async function measureHandlerCpu({ quick = false, log = console.error, pr
     const r = { devices, commits, rate: commits / elapsed,
       handlerMs: (procCpuMs(child.pid) - h0) / commits, postgresMs: (postgresCpuMs(cluster) - p0) / commits,
       clientsMs: (c1.user + c1.system) / 1000 / commits };
-    log(`handler cpu: ${devices} devices${socket ? ' (Unix socket)' : ''}, ${r.rate.toFixed(0)} commits/s; CPU per commit: handler ${r.handlerMs.toFixed(3)} ms, Postgres ${r.postgresMs.toFixed(3)} ms, the load's clients ${r.clientsMs.toFixed(3)} ms`);
+    log(`handler cpu: ${devices} devices${socket ? ' (Unix socket)' : ''}${pipeline ? ' (pipeline mode)' : ''}, ${r.rate.toFixed(0)} commits/s; CPU per commit: handler ${r.handlerMs.toFixed(3)} ms, Postgres ${r.postgresMs.toFixed(3)} ms, the load's clients ${r.clientsMs.toFixed(3)} ms`);
     agent.destroy();
     child.kill('SIGTERM');
     await new Promise((res) => child.once('exit', res));

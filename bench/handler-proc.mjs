@@ -9,7 +9,8 @@ import pg from 'pg';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const [connectionString, entry = path.join(here, '../pkg/server.js')] = process.argv.slice(2);
 const { createStoreHandler, toNodeListener } = await import(path.resolve(entry));
-const pool = new pg.Pool({ connectionString, max: 20 });
+// GATEHOUSE_PIPELINE=1: node-postgres' pipeline mode (bench/handler-cpu.mjs --pipeline).
+const pool = new pg.Pool({ connectionString, max: 20, pipeline: process.env.GATEHOUSE_PIPELINE === '1' });
 pool.on('error', () => {});
 const handle = createStoreHandler({ pool, authorize: () => 'alice', basePath: '/g' });
 await handle.migrate();

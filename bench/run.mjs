@@ -717,6 +717,8 @@ async function main() {
     if (wanted('hotspot')) R.hotspot = await guard('hotspot', () => measureHotspot({ quick: QUICK, log }));
     // The CPU without a profiler; where it goes from a second run under --cpu-prof (which costs).
     if (wanted('handler')) R.handlerCpu = await guard('handler', async () => ({ ...await measureHandlerCpu({ quick: QUICK, log }),
+      // The same load on a pool in node-postgres' pipeline mode, right after.
+      pipelined: await measureHandlerCpu({ quick: QUICK, log, pipelined: true }),
       profile: (await measureHandlerCpu({ quick: true, log, profile: true })).profile }));
     if (wanted('scale')) R.scale = await guard('scale', () => measureScale({ quick: QUICK, log }));
     // The in-page model against native llama.cpp (bench/native.mjs) on the same file, prompt

@@ -237,7 +237,9 @@ function hotspotRows(r, section, info) {
 function handlerRows(r, section, info) {
   section(`CPU per commit, the handler in a process of its own (${r.devices ?? '?'} devices)`);
   if (r.error) { info('handler CPU', `error: ${r.error}`); return; }
-  info('  handler / Postgres / the load\'s clients', `${r.handlerMs.toFixed(3)} / ${r.postgresMs.toFixed(3)} / ${r.clientsMs.toFixed(3)} ms (handler ${(r.handlerMs / r.postgresMs).toFixed(2)}× Postgres) at ${r.rate.toFixed(0)} commits/s`);
+  const cpu = (x) => `${x.handlerMs.toFixed(3)} / ${x.postgresMs.toFixed(3)} / ${x.clientsMs.toFixed(3)} ms (handler ${(x.handlerMs / x.postgresMs).toFixed(2)}× Postgres) at ${x.rate.toFixed(0)} commits/s`;
+  info('  handler / Postgres / the load\'s clients', cpu(r));
+  if (r.pipelined?.handlerMs != null) info('  the same, the pool in pipeline mode (pg.Pool({ pipeline: true }))', cpu(r.pipelined));
   if (r.profile) {
     const share = (t) => `${((t / r.profile.total) * 100).toFixed(1)}%`;
     info('  handler self time by kind', Object.entries(r.profile.groups).map(([g, t]) => `${g} ${share(t)}`).join(', '));

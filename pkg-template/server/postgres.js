@@ -128,7 +128,14 @@ export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
 // Serialization failures and deadlocks: the transaction is run again.
 const RETRY_CODES = new Set(["40001", "40P01"]);
 
-/** Runs `fn(client)` in a transaction; `fn` returns `{ value, write }` (false: roll back). */
+/**
+ * Runs `fn(client, tx)` in a transaction; `fn` returns `{ value, write }` (false: roll back).
+ * `tx.last(text, values)` runs a statement after which the transaction commits whatever
+ * happens next in `fn` (it must then return `write: true`): on a pool made with node-postgres'
+ * `pipeline: true`, `COMMIT` goes out in the same network write as that statement, and
+ * `BEGIN` in the same write as `fn`'s first one (docs/design.md, "A commit's statements").
+ * Elsewhere it is an ordinary query, and `COMMIT` follows `fn`.
+ */
 export async function transaction(pool, fn, begin = "BEGIN") {
   for (let attempt = 0; ; attempt++) {
     const client = await pool.connect();
@@ -137,14 +144,54 @@ export async function transaction(pool, fn, begin = "BEGIN") {
     const ignore = () => {};
     client.on?.("error", ignore);
     let broken = false;
+    const stream = client.pipeline === true ? client.connection?.stream : undefined;
+    const piped = typeof stream?.cork === "function";
+    /** @type {Promise<any> | null} */
+    let committed = null;
+    const tx = {
+      last(/** @type {string} */ text, /** @type {any[]} */ values) {
+        if (!piped) return client.query(text, values);
+        // Both queries are written while the stream is corked: one write for the two.
+        stream.cork();
+        const result = client.query(text, values);
+        committed = client.query("COMMIT");
+        committed.catch(() => {}); // awaited below; a failed statement's COMMIT is a ROLLBACK
+        stream.uncork();
+        return result;
+      },
+    };
     try {
-      await client.query(begin);
-      const { value, write } = await fn(client);
-      await client.query(write ? "COMMIT" : "ROLLBACK");
+      let out;
+      if (piped) {
+        // fn's first statement is queued in its first synchronous step, behind BEGIN. If
+        // BEGIN fails, nothing fn sends after it goes out (it would not be in a transaction).
+        let failed = null;
+        const guarded = {
+          query: (/** @type {any[]} */ ...a) => (failed ? Promise.reject(failed) : client.query(...a)),
+        };
+        stream.cork();
+        const began = client.query(begin);
+        began.catch((/** @type {any} */ e) => { failed = e; });
+        const running = fn(guarded, tx);
+        stream.uncork();
+        running.catch(() => {}); // awaited next, once BEGIN's answer came
+        await began;
+        out = await running;
+      } else {
+        await client.query(begin);
+        out = await fn(client, tx);
+      }
+      const { value, write } = out;
+      if (committed) {
+        if (!write) throw new Error("transaction: tx.last() was used, and then a rollback was asked for");
+        await committed;
+      } else {
+        await client.query(write ? "COMMIT" : "ROLLBACK");
+      }
       return value;
     } catch (e) {
       broken = !(e instanceof Refusal);
-      await client.query("ROLLBACK").catch(() => {});
+      if (!committed) await client.query("ROLLBACK").catch(() => {});
       if (RETRY_CODES.has(e?.code) && attempt < 4) continue;
       throw e;
     } finally {

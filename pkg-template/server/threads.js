@@ -232,11 +232,11 @@ function checkSizes(ctx, plan) {
  * @param {{ token: string | null, holder: string | null, creator?: string | null,
  *   requester?: string | null, commitId: string, who: string, digest: string }} w
  */
-async function writePlan(ctx, c, id, plan, w) {
+async function writePlan(ctx, c, id, plan, w, send = (/** @type {string} */ t, /** @type {any[]} */ v) => c.query(t, v)) {
   // A thread's owner is the identity whose commit created it (or created it again after a
   // delete): the list's index. `updated_at` is the record's `updatedAt` (the handler's clock),
   // which lists are ordered by.
-  await c.query(`WITH t AS (
+  await send(`WITH t AS (
       UPDATE gatehouse_threads SET version = $2, record = $3, lease_token = $4, lease_who = $5,
         updated_at = to_timestamp($7::float8 / 1000), message_count = $18,
         owner = CASE WHEN record IS NULL THEN $6 ELSE owner END,
@@ -269,7 +269,7 @@ export async function commit(ctx, request, id) {
   const digest = await digestOf(body);
   const at = clock(ctx, request);
   let requested = 0;
-  const answer = await writing(ctx, async (c) => {
+  const answer = await writing(ctx, async (c, tx) => {
     requested = 0;
     const { record: stored, token, leaseWho, read: locked } = await lockThread(c, id, commitId);
     const rec = recordOf(id, stored);
@@ -303,8 +303,10 @@ export async function commit(ctx, request, id) {
     // The lease's secret: kept by its holder, new for a writer that takes the lease, none
     // once it is let go.
     const next = plan.leased ? (holder ? token : newSecret()) : null;
+    // Without approval requests to record the write is the last statement: it may take
+    // COMMIT with it (tx.last).
     await writePlan(ctx, c, id, plan, { token: next, holder: who, creator: who,
-      requester: requesterOf(plan.rows, who), commitId, who, digest });
+      requester: requesterOf(plan.rows, who), commitId, who, digest }, ctx.outbox ? undefined : tx.last);
     // The approval requests of the calls this commit left pending, in its transaction.
     requested = ctx.outbox ? await recordRequests(c, id, plan.rows) : 0;
     return { value: withToken(plan.answer, next), write: true };

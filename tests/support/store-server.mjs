@@ -36,8 +36,11 @@ export async function startStoreServer({
   const cluster = postgres ?? await startPostgres();
   // With `makePool`, the pool is what it makes of the connection string (a primaryPool over
   // an HA formation: tests/failover).
+  // GATEHOUSE_PG_PIPELINE=1: the pool is in node-postgres' pipeline mode, where the handler
+  // sends BEGIN with a transaction's first statement and COMMIT with a commit's last (make
+  // test-server runs the store's suite both ways).
   const pool = makePool ? makePool(cluster.connectionString, poolSize)
-    : new pg.Pool({ connectionString: cluster.connectionString, max: poolSize });
+    : new pg.Pool({ connectionString: cluster.connectionString, max: poolSize, pipeline: process.env.GATEHOUSE_PG_PIPELINE === "1" });
   // A killed Postgres makes idle clients fail: the pool reports it here, not as a crash.
   pool.on("error", () => {});
   // With `wrapPool`, the handler's pool is what it returns (a test stops a handler at a query).
