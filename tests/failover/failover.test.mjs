@@ -33,10 +33,22 @@ let store;
 /** What the handler answered to writes: `{ at, commitId, status, code }`. */
 const answers = [];
 
-/** Stands between the Request and the handler: records each commit's and decision's answer. */
+/** Every request the handler answered, writes or not: `{ start, at, method, path, status }`. */
+const requests = [];
+/** What each tab did: `{ name, kind, start, end, outcome }` (tests/remote/stress.mjs). */
+const actions = [];
+
+/** Stands between the Request and the handler: records each request, and each commit's and
+ *  decision's answer. */
 const recording = (handle) => async (request) => {
-  const route = /\/threads\/[^/]+\/(commit|decide)$/.exec(new URL(request.url).pathname);
-  if (request.method !== 'POST' || !route) return handle(request);
+  const path = new URL(request.url).pathname;
+  const started = Date.now();
+  const answered = (response) => {
+    requests.push({ start: started, at: Date.now(), method: request.method, path: path.replace(/^.*\/threads\/[^/]+/, '/threads/T'), status: response.status });
+    return response;
+  };
+  const route = /\/threads\/[^/]+\/(commit|decide)$/.exec(path);
+  if (request.method !== 'POST' || !route) return answered(await handle(request));
   let commitId = null;
   try {
     commitId = JSON.parse(await request.clone().text()).commitId ?? null;
@@ -50,7 +62,7 @@ const recording = (handle) => async (request) => {
     code = await response.clone().json().then((b) => b.error?.code ?? null, () => null);
   }
   answers.push({ start, at: Date.now(), commitId, status: response.status, code, route: route[1] });
-  return response;
+  return answered(response);
 };
 
 before(async () => {
@@ -118,6 +130,7 @@ test(`${DEVICES} devices × 2 tabs × ${SECONDS} s on one remote thread while th
         }
       },
       describe: () => `${failovers.length} primaries killed`,
+      onAction: (a) => actions.push(a),
       check: async () => {
         const problems = [];
         if (failovers.length < 2 && SECONDS >= 60) problems.push(`only ${failovers.length} failovers`);
@@ -160,6 +173,18 @@ test(`${DEVICES} devices × 2 tabs × ${SECONDS} s on one remote thread while th
           console.log(`failover: ${f.killed} killed → ${f.promoted} primary after ${(f.promotedMs / 1000).toFixed(1)} s; ` +
             `first write acknowledged after ${f.recoveredMs === null ? '-' : (f.recoveredMs / 1000).toFixed(1)} s; ` +
             `failed meanwhile ${JSON.stringify(f.failed)}`);
+          // What the devices did and asked between the kill and the first acknowledged write,
+          // second by second: where a gap after the promotion comes from.
+          if (f.recoveredMs !== null && f.recoveredMs - f.promotedMs > 5_000) {
+            const until = f.killedAt + f.recoveredMs;
+            const sec = (t) => Math.floor((t - f.killedAt) / 1000);
+            const lines = new Map();
+            const add = (t, what) => { const k = sec(t); lines.set(k, [...(lines.get(k) ?? []), what]); };
+            for (const r of requests) if (r.at > f.killedAt && r.start < until) add(r.start, `${r.method} ${r.path} ${r.status} ${r.at - r.start}ms`);
+            for (const a of actions) if (a.end > f.killedAt && a.start < until) add(a.start, `${a.name} ${a.kind} → ${a.outcome} ${a.end - a.start}ms`);
+            console.log(`failover: the gap after ${f.killed}'s kill, by second since the kill:\n` +
+              [...lines].sort((x, y) => x[0] - y[0]).map(([k, v]) => `  ${k}s: ${[...new Set(v)].slice(0, 12).join('; ')}${v.length > 12 ? ` (+${v.length - 12})` : ''}`).join('\n'));
+          }
         }
         return problems;
       },

@@ -81,9 +81,10 @@ function next(status) {
 /**
  * Runs the stress in test `t` on harness `h` against the handler at `url()` (read at each
  * open: the handler may move). `disrupt(stopped)` runs beside the devices until `stopped()`;
- * `describe()` says what it did, for the log; `check()` returns the caller's own problems.
+ * `describe()` says what it did, for the log; `check()` returns the caller's own problems;
+ * `onAction({ name, kind, start, end, outcome })` hears each tab's every action.
  */
-export async function stress(h, t, { label, seconds, url, disrupt, describe, check = () => [] }) {
+export async function stress(h, t, { label, seconds, url, disrupt, describe, check = () => [], onAction = null }) {
 
   const threadId = uid('stress');
   const sc = await h.generatedScenario({ tool: 'delete_file', idPrefix: `call_r${process.pid}`, calls: [1, 2], delayMs: [0, 100] });
@@ -116,12 +117,14 @@ export async function stress(h, t, { label, seconds, url, disrupt, describe, che
       const kind = next(status);
       const text = kind === 'chat' ? `msg ${name} #${++counter}` : undefined;
       let r;
+      const start = Date.now();
       try {
         r = await run(page, act, { kind, text }, 30_000);
       } catch (e) {
         unexpected.push(`${name} ${kind}: ${e.message}`);
         break;
       }
+      onAction?.({ name, kind, start, end: Date.now(), outcome: r.outcome });
       counts.actions++;
       status = r.status;
       if (kind === 'chat') chats.push({ text, outcome: r.outcome });
