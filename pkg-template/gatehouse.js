@@ -147,8 +147,11 @@ export class Agent {
   #disposed = null; // the promise dispose() returns, once called
   #release;
 
-  constructor(core) {
+  #telemetry;
+
+  constructor(core, telemetry = null) {
     this.#core = core;
+    this.#telemetry = telemetry;
   }
 
   static async open(options) {
@@ -160,14 +163,18 @@ export class Agent {
     if ((model == null || model.provider === "demo") && options?.storage?.kind !== "remote") {
       import("./demo-model/index.js").then((m) => m.loadDemoModel()).catch(() => {});
     }
+    const invalid = (m) => new GatehouseError("invalid_config", `invalid configuration: Agent.open: ${m}`, false);
+    // OpenTelemetry spans: their module loads only for an agent given a tracer
+    // (docs/design.md, "Telemetry"); it reads the options as the app wrote them.
+    const telemetry = options?.telemetry == null ? null
+      : (await import("./telemetry.js")).telemetryOf(options, invalid);
     if (options?.model?.provider === "local") {
       // The in-page model's module loads only now (docs/design.md, "A model in the page").
       const { localModel } = await import("./local/index.js");
-      const invalid = (m) => new GatehouseError("invalid_config", `invalid configuration: Agent.open: ${m}`, false);
       options = { ...options, model: localModel(options.model, invalid) };
     }
     const core = await coreFor(options?.storage);
-    return new Agent(await guard(() => core.open(options)));
+    return new Agent(await guard(() => core.open(options)), telemetry);
   }
 
   static async listThreads(storage) {
@@ -221,6 +228,7 @@ export class Agent {
     const core = this.#live(method);
     this.#calls++;
     try {
+      if (this.#telemetry) return await this.#telemetry.invoke(this, method, args, (a) => guard(() => core[method](...a)));
       return await guard(() => core[method](...args));
     } finally {
       if (--this.#calls === 0 && this.#disposed) this.#release();

@@ -80,6 +80,8 @@ cp pkg-template/gatehouse.d.ts pkg-template/package.json pkg-template/README.md 
 # The subpath exports, hand-written JS as it ships: gatehouse-agent/react, gatehouse-agent/ui
 # (and its ui.css).
 cp pkg-template/react.js pkg-template/react.d.ts pkg/
+# OpenTelemetry spans: a module of the entry's own, imported only by an agent given `telemetry`.
+cp pkg-template/telemetry.js pkg/
 cp -r pkg-template/ui pkg/ui
 # gatehouse-agent/server: the store handler (hand-written JS) over its wasm core in pkg/server/.
 cp pkg-template/server.js pkg-template/server.d.ts pkg/
@@ -122,6 +124,8 @@ size "JS (all modules)" "$js"
 echo "with the remote store (loaded instead, or as well, for storage.kind \"remote\"):"
 size gatehouse_remote_bg.wasm pkg/gatehouse_remote_bg.wasm
 size "remote JS" pkg/gatehouse_remote.js
+echo "OpenTelemetry spans (loaded only for an agent given telemetry):"
+size "telemetry.js" pkg/telemetry.js
 echo "the demo model (loaded only for provider \"demo\"):"
 cat pkg/demo-model/*.js > "$js"
 size "demo JS" "$js"

@@ -7,9 +7,9 @@
 //! for the list of variants.
 
 use crate::engine::Outcome;
-use crate::thread::Message;
+use crate::thread::{Message, Usage};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +41,29 @@ pub enum Event<'a> {
     /// The tail was rewritten in place (a partial decision).
     MessageUpdated {
         message: Cow<'a, Message>,
+    },
+    /// The model is asked (once per model call: a failed attempt tried again is a `retry`
+    /// event within it). A UI shows "thinking" by it; telemetry opens its `chat` span.
+    ModelCallStarted {},
+    /// The model call ended: with the answer's usage and stop reason when known, or with the
+    /// error that ended it (after its retries; `aborted` when the signal fired).
+    ModelCallEnded {
+        ok: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<Cow<'a, str>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<EventError>,
+    },
+    /// A tool is about to run this call: its `execute` (or the MCP server's `tools/call`) is
+    /// called next. Its `tool_result` follows, unless the run is cut off first. A UI shows
+    /// "running" by it; telemetry opens its `execute_tool` span.
+    ToolStarted {
+        call_id: Cow<'a, str>,
+        name: Cow<'a, str>,
+        /// The inputs it runs with (a human's edit, if there was one).
+        inputs: Cow<'a, Map<String, Value>>,
     },
     /// A tool ran: its output, or the error message the model gets.
     ToolResult {

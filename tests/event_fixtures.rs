@@ -6,7 +6,7 @@
 
 use gatehouse_agent::engine::Outcome;
 use gatehouse_agent::event::{Event, EventError};
-use gatehouse_agent::thread::Message;
+use gatehouse_agent::thread::{Message, Usage};
 use serde::Deserialize;
 use serde::de::value::MapDeserializer;
 use serde_json::json;
@@ -44,6 +44,28 @@ fn examples() -> Vec<Event<'static>> {
         },
         Event::MessageUpdated {
             message: Cow::Owned(pending.clone()),
+        },
+        Event::ModelCallStarted {},
+        Event::ModelCallEnded {
+            ok: true,
+            usage: Some(Usage {
+                input_tokens: 412,
+                output_tokens: 38,
+                cached_input_tokens: 0,
+                reasoning_tokens: 0,
+            }),
+            stop_reason: Some("tool_use".into()),
+            error: None,
+        },
+        Event::ToolStarted {
+            call_id: "toolu_01A2B3C4D5E6F7".into(),
+            name: "delete_file".into(),
+            inputs: Cow::Owned(
+                json!({ "path": "C:/old_logs.txt" })
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
         },
         Event::ToolResult {
             call_id: "toolu_01A2B3C4D5E6F7".into(),

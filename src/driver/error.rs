@@ -125,6 +125,21 @@ impl AgentError {
     }
 }
 
+/// An event's account of the error (`retry`, `model_call_ended`): its code, its message, and a
+/// provider's HTTP status.
+impl From<&AgentError> for crate::event::EventError {
+    fn from(e: &AgentError) -> Self {
+        crate::event::EventError {
+            code: e.code().into(),
+            message: e.to_string(),
+            status: match e {
+                AgentError::Provider(ProviderError::Http { status, .. }) => Some(*status),
+                _ => None,
+            },
+        }
+    }
+}
+
 impl fmt::Display for AgentError {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {

@@ -86,16 +86,7 @@ pub async fn call(
                     ev.emit(&Event::Retry {
                         attempt,
                         delay_ms: ms,
-                        error: EventError {
-                            code: err.code().into(),
-                            message: err.to_string(),
-                            status: match &err {
-                                AgentError::Provider(ProviderError::Http { status, .. }) => {
-                                    Some(*status)
-                                }
-                                _ => None,
-                            },
-                        },
+                        error: EventError::from(&err),
                     });
                 }
                 fetch::sleep(ms, &link).await.map_err(fetch_error)?;

@@ -57,6 +57,9 @@ pub(super) async fn drive(
                         return Err(e);
                     }
                 };
+                if ev.enabled() {
+                    ev.emit(&Event::ModelCallStarted {});
+                }
                 let out = boxed(model::call(
                     &handle,
                     instructions.as_deref(),
@@ -66,6 +69,22 @@ pub(super) async fn drive(
                     ev,
                 ))
                 .await;
+                if ev.enabled() {
+                    ev.emit(&match &out {
+                        Ok(o) => Event::ModelCallEnded {
+                            ok: true,
+                            usage: o.usage,
+                            stop_reason: o.stop_reason.as_deref().map(Cow::Borrowed),
+                            error: None,
+                        },
+                        Err(e) => Event::ModelCallEnded {
+                            ok: false,
+                            usage: None,
+                            stop_reason: None,
+                            error: Some(e.into()),
+                        },
+                    });
+                }
                 s.borrow_mut().history = Some(history);
                 match out {
                     Ok(out) => s.borrow_mut().engine.model_output(out, now() as u64)?,
@@ -117,6 +136,13 @@ pub(super) async fn drive(
                 let outcome = match tool {
                     Some(t) => {
                         let approval = boxed(approval_of(s, &inv.call_id, &inv.tool)).await;
+                        if ev.enabled() {
+                            ev.emit(&Event::ToolStarted {
+                                call_id: Cow::Borrowed(&inv.call_id),
+                                name: Cow::Borrowed(&inv.tool),
+                                inputs: Cow::Borrowed(&inv.inputs),
+                            });
+                        }
                         match boxed(tools::execute(
                             &t,
                             &inv.call_id,

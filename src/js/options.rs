@@ -40,6 +40,11 @@ struct OpenParams {
     /// Read as JSON (`mcp_servers`): a params struct would cost its own deserializer.
     #[serde(default, deserialize_with = "js_object")]
     mcp_servers: Option<JsValue>,
+    /// Read by the package entry (pkg-template/telemetry.js), not here: named so that a
+    /// misspelling of it is refused with this name as the suggestion.
+    #[serde(default, deserialize_with = "js_object")]
+    #[allow(dead_code)]
+    telemetry: Option<JsValue>,
 }
 
 /// The parts of `model` that are not [`ModelParams`].

@@ -248,6 +248,27 @@ export interface AgentOptions {
   approvalTimeout?: number;
   /** MCP servers whose tools are offered as `<name>__<tool>`, each asking first. */
   mcpServers?: McpServerOptions[];
+  /** OpenTelemetry spans of this agent's runs, made with your tracer (README, "Telemetry").
+   *  Without it nothing is traced and the telemetry module is never loaded. */
+  telemetry?: TelemetryOptions;
+}
+
+/** `Agent.open({ telemetry })`: spans following OpenTelemetry's GenAI conventions
+ *  (`invoke_agent`, `chat`, `execute_tool`, and `await_approval` for a human's decision). */
+export interface TelemetryOptions {
+  /** Your tracer: `trace.getTracer("my-app")` of `@opentelemetry/api`. */
+  tracer: {
+    startSpan(name: string, options?: any, context?: any): any;
+    startActiveSpan(name: string, ...rest: any[]): any;
+  };
+  /** Put the user's message and tools' arguments in the attributes (default false). */
+  recordInputs?: boolean;
+  /** Put answers and tools' results in the attributes (default false). */
+  recordOutputs?: boolean;
+  /** `gen_ai.agent.name` and the `invoke_agent` span's name (default "gatehouse"). */
+  agentName?: string;
+  /** Attributes added to every span (e.g. your app's user or tenant id). */
+  attributes?: Record<string, string | number | boolean>;
 }
 
 /** An MCP server (Streamable HTTP). It must allow this page's origin with CORS and expose
@@ -278,6 +299,13 @@ export type AgentEvent =
   | { type: "tool_call_delta"; index: number; delta: string }
   | { type: "message"; message: Message }
   | { type: "message_updated"; message: Message }
+  /** The model is asked (once per model call; a failed attempt tried again is a `retry` within it). */
+  | { type: "model_call_started" }
+  /** The model call ended: the answer's usage and stop reason, or the error that ended it. */
+  | { type: "model_call_ended"; ok: boolean; usage?: Usage; stopReason?: string;
+      error?: { code: string; message: string; status?: number } }
+  /** A tool's `execute` (or an MCP server's `tools/call`) is called next for this call. */
+  | { type: "tool_started"; callId: string; name: string; inputs: Record<string, unknown> }
   | { type: "tool_result"; callId: string; name: string; ok: boolean; result: unknown }
   | { type: "retry"; attempt: number; delayMs: number;
       /** `status`: the HTTP status of a provider's error (429: rate limited). */

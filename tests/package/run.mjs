@@ -23,6 +23,8 @@ const listing = sh("tar", ["tzf", tarball], work).trim().split("\n").sort();
 const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gatehouse_bg.wasm", "gatehouse_wasm.d.ts", "gatehouse_wasm.js", "package.json",
   // The build with the remote store, loaded only for storage.kind "remote".
   "gatehouse_remote.js", "gatehouse_remote.d.ts", "gatehouse_remote_bg.wasm",
+  // OpenTelemetry spans, imported only by an agent given `telemetry`.
+  "telemetry.js",
   "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/announcer.js", "ui/cards.js", "ui/chat-view.js", "ui/composer.js",
   "ui/element.js", "ui/element.d.ts", "ui/errors.js", "ui/markdown.js", "ui/message-list.js", "ui/messages.js", "ui/widget.js",
   "ui/gatehouse.css",

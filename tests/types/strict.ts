@@ -269,3 +269,13 @@ export const onMcpEvent = agent.chat("x", { onEvent: (e) => {
   if (e.type === "mcp_error") { const c: string = e.code; const s: number | undefined = e.status; return [c, s]; }
   if (e.type === "warning") return e.message;
 } });
+
+// Telemetry: the app's OpenTelemetry tracer is accepted as it is; a misspelled key is not.
+import { trace } from "@opentelemetry/api";
+Agent.open({ threadId: "t", telemetry: { tracer: trace.getTracer("app"), recordInputs: true, attributes: { tenant: "acme", n: 1 } } });
+// @ts-expect-error: `recordInput` is not a telemetry option
+Agent.open({ threadId: "t", telemetry: { tracer: trace.getTracer("app"), recordInput: true } });
+// @ts-expect-error: an attribute is a string, a number or a boolean
+Agent.open({ threadId: "t", telemetry: { tracer: trace.getTracer("app"), attributes: { a: { b: 1 } } } });
+// @ts-expect-error: a tracer is required
+Agent.open({ threadId: "t", telemetry: {} });
