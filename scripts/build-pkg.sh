@@ -82,6 +82,8 @@ cp pkg-template/gatehouse.d.ts pkg-template/package.json pkg-template/README.md 
 cp pkg-template/react.js pkg-template/react.d.ts pkg/
 # OpenTelemetry spans: a module of the entry's own, imported only by an agent given `telemetry`.
 cp pkg-template/telemetry.js pkg/
+# gatehouse-agent/ag-ui: the AG-UI 1.0 adapter (hand-written JS, no dependency).
+cp pkg-template/ag-ui.d.ts pkg/
 cp -r pkg-template/ui pkg/ui
 # gatehouse-agent/server: the store handler (hand-written JS) over its wasm core in pkg/server/.
 cp pkg-template/server.js pkg-template/server.d.ts pkg/
@@ -89,6 +91,7 @@ cp pkg-template/server.js pkg-template/server.d.ts pkg/
 # gatehouse-agent/sw: the service worker's approval notifications, and the page's
 # subscribeToApprovals (hand-written JS, no dependency).
 sed "s|__ERROR_MODULE__|./$error_module|" pkg-template/sw.js > pkg/sw.js
+sed "s|__ERROR_MODULE__|./$error_module|" pkg-template/ag-ui.js > pkg/ag-ui.js
 cp pkg-template/sw.d.ts pkg/
 # The modules the main wasm leaves out (it is built without the `demo` and `mcp` features),
 # each its own wasm that gatehouse.js imports only when an agent uses it: the demo model
@@ -126,6 +129,8 @@ size gatehouse_remote_bg.wasm pkg/gatehouse_remote_bg.wasm
 size "remote JS" pkg/gatehouse_remote.js
 echo "OpenTelemetry spans (loaded only for an agent given telemetry):"
 size "telemetry.js" pkg/telemetry.js
+echo "the AG-UI adapter (gatehouse-agent/ag-ui, imported only by apps that use it):"
+size "ag-ui.js" pkg/ag-ui.js
 echo "the demo model (loaded only for provider \"demo\"):"
 cat pkg/demo-model/*.js > "$js"
 size "demo JS" "$js"

@@ -25,6 +25,8 @@ const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gateh
   "gatehouse_remote.js", "gatehouse_remote.d.ts", "gatehouse_remote_bg.wasm",
   // OpenTelemetry spans, imported only by an agent given `telemetry`.
   "telemetry.js",
+  // gatehouse-agent/ag-ui, the AG-UI adapter.
+  "ag-ui.js", "ag-ui.d.ts",
   "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/announcer.js", "ui/cards.js", "ui/chat-view.js", "ui/composer.js",
   "ui/element.js", "ui/element.d.ts", "ui/errors.js", "ui/markdown.js", "ui/message-list.js", "ui/messages.js", "ui/widget.js",
   "ui/gatehouse.css",
@@ -58,7 +60,8 @@ for (const k of ["license", "repository", "homepage", "bugs", "engines", "keywor
 // CSS) is listed as having side effects.
 const subpaths = { ".": ["gatehouse.d.ts", "gatehouse.js"], "./react": ["react.d.ts", "react.js"], "./ui": ["ui/index.d.ts", "ui/index.js"],
   "./ui/element": ["ui/element.d.ts", "ui/element.js"], "./server": ["server.d.ts", "server.js"],
-  "./local": ["local/index.d.ts", "local/index.js"], "./sw": ["sw.d.ts", "sw.js"] };
+  "./local": ["local/index.d.ts", "local/index.js"], "./sw": ["sw.d.ts", "sw.js"],
+  "./ag-ui": ["ag-ui.d.ts", "ag-ui.js"] };
 for (const [sub, [types, js]] of Object.entries(subpaths)) {
   const e = manifest.exports[sub];
   if (!e || Object.keys(e)[0] !== "types" || e.types !== `./${types}` || e.default !== `./${js}`) {

@@ -87,3 +87,19 @@ export const forgot: Promise<void> = forgetModel("/m.gguf");
 export function progress(e: AgentEvent): number {
   return e.type === "model_progress" ? e.loaded / (e.total ?? 1) : 0;
 }
+
+// gatehouse-agent/ag-ui: the events are typed by `type`, the outcome by its own `type`.
+import { agUiEvents, type AgUiEvent } from "../../pkg/ag-ui.js";
+import type { Agent as GatehouseAgent } from "../../pkg/gatehouse.js";
+export async function interrupts(agent: GatehouseAgent): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const e of agUiEvents(agent, { threadId: "t", runId: "r", messages: [{ id: "u", role: "user", content: "hi" }] })) {
+    const event: AgUiEvent = e;
+    if (event.type === "RUN_FINISHED" && event.outcome.type === "interrupt") ids.push(...event.outcome.interrupts.map((i) => i.toolCallId));
+    // @ts-expect-error: RUN_ERROR carries a Gatehouse error code, not any string
+    if (event.type === "RUN_ERROR" && event.code === "oops") ids.push("");
+  }
+  // @ts-expect-error: a resume entry's payload is a decision
+  agUiEvents(agent, { threadId: "t", runId: "r", messages: [], resume: [{ interruptId: "c", status: "resolved", payload: { decision: "yes" } }] });
+  return ids;
+}
