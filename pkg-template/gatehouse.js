@@ -25,7 +25,11 @@ let mainLoaded = false; // the main module is loaded (init() or initSync() finis
 const demoModel = async (request) => (await import("./demo-model/index.js")).demoCall(request);
 // Nor is the MCP client: its module loads when an agent with `mcpServers` first asks a server
 // (docs/design.md, "MCP tools").
-const mcpClient = async (config) => (await import("./mcp/index.js")).connect(config);
+// The page's WebMCP tools come in as one more server (`webmcp:`), whose connection is
+// webmcp.js's instead (docs/design.md, "WebMCP").
+const mcpClient = async (config) => JSON.parse(config).url === "webmcp:"
+  ? (await import("./webmcp.js")).connect(config)
+  : (await import("./mcp/index.js")).connect(config);
 const register = (m) => {
   m.setDemoModel(demoModel);
   m.setMcpClient(mcpClient);
@@ -168,6 +172,11 @@ export class Agent {
     // (docs/design.md, "Telemetry"); it reads the options as the app wrote them.
     const telemetry = options?.telemetry == null ? null
       : (await import("./telemetry.js")).telemetryOf(options, invalid);
+    if (options?.webmcp != null && options.webmcp !== false) {
+      const { webmcpServer } = await import("./webmcp.js");
+      const { webmcp, ...rest } = options;
+      options = { ...rest, mcpServers: [...(Array.isArray(rest.mcpServers) ? rest.mcpServers : []), webmcpServer(webmcp, invalid)] };
+    }
     if (options?.model?.provider === "local") {
       // The in-page model's module loads only now (docs/design.md, "A model in the page").
       const { localModel } = await import("./local/index.js");

@@ -82,6 +82,9 @@ cp pkg-template/gatehouse.d.ts pkg-template/package.json pkg-template/README.md 
 cp pkg-template/react.js pkg-template/react.d.ts pkg/
 # OpenTelemetry spans: a module of the entry's own, imported only by an agent given `telemetry`.
 cp pkg-template/telemetry.js pkg/
+# WebMCP page tools: the connection gatehouse.js uses for the `webmcp:` server, imported only
+# by an agent opened with `webmcp`.
+cp pkg-template/webmcp.js pkg/
 # gatehouse-agent/ag-ui: the AG-UI 1.0 adapter (hand-written JS, no dependency).
 cp pkg-template/ag-ui.d.ts pkg/
 cp -r pkg-template/ui pkg/ui
@@ -129,6 +132,8 @@ size gatehouse_remote_bg.wasm pkg/gatehouse_remote_bg.wasm
 size "remote JS" pkg/gatehouse_remote.js
 echo "OpenTelemetry spans (loaded only for an agent given telemetry):"
 size "telemetry.js" pkg/telemetry.js
+echo "WebMCP page tools (loaded only for an agent opened with webmcp):"
+size "webmcp.js" pkg/webmcp.js
 echo "the AG-UI adapter (gatehouse-agent/ag-ui, imported only by apps that use it):"
 size "ag-ui.js" pkg/ag-ui.js
 echo "the demo model (loaded only for provider \"demo\"):"

@@ -45,6 +45,11 @@ struct OpenParams {
     #[serde(default, deserialize_with = "js_object")]
     #[allow(dead_code)]
     telemetry: Option<JsValue>,
+    /// Turned into an `mcpServers` entry by the package entry (pkg-template/webmcp.js); named
+    /// here for the same reason (`false` reaches here).
+    #[serde(default, deserialize_with = "js_object")]
+    #[allow(dead_code)]
+    webmcp: Option<JsValue>,
 }
 
 /// The parts of `model` that are not [`ModelParams`].

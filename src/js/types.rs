@@ -251,6 +251,9 @@ export interface AgentOptions {
   /** OpenTelemetry spans of this agent's runs, made with your tracer (README, "Telemetry").
    *  Without it nothing is traced and the telemetry module is never loaded. */
   telemetry?: TelemetryOptions;
+  /** The tools this page registers with WebMCP (`document.modelContext`), offered as the MCP
+   *  server `page` (README, "WebMCP"): each asks first, like every MCP tool. */
+  webmcp?: boolean | { name?: string; trustReadOnlyHint?: boolean; tools?: string[] };
 }
 
 /** `Agent.open({ telemetry })`: spans following OpenTelemetry's GenAI conventions

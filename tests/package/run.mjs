@@ -25,6 +25,8 @@ const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gateh
   "gatehouse_remote.js", "gatehouse_remote.d.ts", "gatehouse_remote_bg.wasm",
   // OpenTelemetry spans, imported only by an agent given `telemetry`.
   "telemetry.js",
+  // The page's WebMCP tools' connection, imported only with `webmcp`.
+  "webmcp.js",
   // gatehouse-agent/ag-ui, the AG-UI adapter.
   "ag-ui.js", "ag-ui.d.ts",
   "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/announcer.js", "ui/cards.js", "ui/chat-view.js", "ui/composer.js",

@@ -279,3 +279,9 @@ Agent.open({ threadId: "t", telemetry: { tracer: trace.getTracer("app"), recordI
 Agent.open({ threadId: "t", telemetry: { tracer: trace.getTracer("app"), attributes: { a: { b: 1 } } } });
 // @ts-expect-error: a tracer is required
 Agent.open({ threadId: "t", telemetry: {} });
+
+// WebMCP: true, or the MCP server's options for the page's tools.
+Agent.open({ threadId: "t", webmcp: true });
+Agent.open({ threadId: "t", webmcp: { name: "shop", trustReadOnlyHint: true, tools: ["add_to_cart"] } });
+// @ts-expect-error: the page's tools have no URL of their own
+Agent.open({ threadId: "t", webmcp: { url: "https://x" } });
