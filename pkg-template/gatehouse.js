@@ -156,6 +156,8 @@ export class Agent {
   constructor(core, telemetry = null) {
     this.#core = core;
     this.#telemetry = telemetry;
+    // Runs the agent starts by itself are traced too (docs/design.md, "Telemetry").
+    if (telemetry) guard(() => core.setBackgroundHook(telemetry.hook(this)));
   }
 
   static async open(options) {

@@ -126,12 +126,7 @@ class Telemetry {
     if (this.#inputs && method === "chat" && typeof args[0] === "string") {
       attributes["gen_ai.input.messages"] = JSON.stringify([{ role: "user", parts: [{ type: "text", content: args[0] }] }]);
     }
-    let before = [];
-    try {
-      before = agent.pendingTools().map((e) => e.callId);
-    } catch {
-      // A disposed or trapped agent: the call says so itself.
-    }
+    const before = pendingIds(agent);
     const started = Date.now();
     return this.#tracer.startActiveSpan(`invoke_agent ${this.#agent}`, { kind: INTERNAL, attributes }, async (span) => {
       const run = new Run(this, span);
@@ -169,6 +164,45 @@ class Telemetry {
     });
   }
 
+  /** The hook of the runs the agent starts by itself, not from a call of the app's (the
+   *  expiry timer, the outbox sent once online, a live feed's retry): `hook(kind, value)`
+   *  (src/js/agent.rs, setBackgroundHook). Each is an invoke_agent span of its own, a root
+   *  (no call of the app's is there to be its parent), named by why it ran. */
+  hook(agent) {
+    let open = null;
+    return (kind, value) => {
+      try {
+        if (kind === "start") {
+          open?.span.end();
+          const attributes = {
+            ...this.#base,
+            ...this.#model,
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": this.#agent,
+            "gatehouse.method": String(value),
+          };
+          // A root, whatever context the timer or the feed that started it was made in.
+          const span = this.#tracer.startSpan(`invoke_agent ${this.#agent}`, { kind: INTERNAL, attributes }, new SpanContext(undefined));
+          open = { span, run: new Run(this, span), before: pendingIds(agent), started: Date.now(), why: String(value) };
+        } else if (kind === "event" && open) {
+          open.run.event(value);
+          if (value?.type === "awaiting_approval") this.#remember(value.message, open.span);
+          if (typeof value?.type === "string" && FINAL.includes(value.type)) open.span.setAttribute("gatehouse.run.status", value.type);
+        } else if (kind === "end" && open) {
+          const { span, run, before, started, why } = open;
+          open = null;
+          run.close(value);
+          if (value) failed(span, value);
+          span.end();
+          // The outbox writes decisions this device made earlier, offline: they count too.
+          this.#decided(agent, before, span, started, why === "outbox").catch(() => {});
+        }
+      } catch {
+        // A tracer that throws never stops a run.
+      }
+    };
+  }
+
   /** The calls of `message` waiting for a decision were asked by the run of `span`. */
   #remember(message, span) {
     for (const t of message?.tools ?? []) {
@@ -179,7 +213,7 @@ class Telemetry {
 
   /** An await_approval span for each call that waited before the call of `span` and was
    *  decided (or expired) during it, from the audit trail. */
-  async #decided(agent, before, span, started) {
+  async #decided(agent, before, span, started, own = false) {
     if (before.length === 0) return;
     let still;
     try {
@@ -199,7 +233,7 @@ class Telemetry {
       if (!gone.includes(r.callId) || r.decidedAt == null || r.decision == null) continue;
       // A human's decision made before this call began was another tab's or device's, which
       // reports it; an expiry is found by whichever call comes after the deadline.
-      if (r.decision !== "expired" && r.decidedAt < started - 1000) continue;
+      if (!own && r.decision !== "expired" && r.decidedAt < started - 1000) continue;
       const key = `${r.callId}:${r.seq}`;
       if (this.#reported.has(key)) continue;
       this.#reported.add(key);
@@ -327,6 +361,19 @@ class Run {
     this.#tools.clear();
   }
 }
+
+/** The ids of the calls waiting for a decision ([] for an agent that cannot say: a disposed or
+ *  trapped one, whose call says so itself). */
+function pendingIds(agent) {
+  try {
+    return agent.pendingTools().map((e) => e.callId);
+  } catch {
+    return [];
+  }
+}
+
+// The events that end a run.
+const FINAL = ["completed", "awaiting_approval", "awaiting_tool_results", "awaiting_device"];
 
 function failed(span, e) {
   span.setStatus({ code: ERROR, message: e?.message ?? String(e) });

@@ -324,6 +324,14 @@ impl Agent {
         }
     }
 
+    /// Hears the runs this agent starts by itself, not from a call: the expiry timer, the
+    /// outbox sent once online, a live feed's retry. For telemetry (the package's
+    /// `telemetry` option); `None` stops it.
+    #[doc(hidden)]
+    pub fn set_background_hook(&self, hook: Option<driver::events::BackgroundHook>) {
+        self.s.borrow_mut().background = hook;
+    }
+
     /// Re-reads the thread after another tab changed it. `busy` while a run is under way here.
     pub async fn refresh(&self) -> Result<(), AgentError> {
         let running = {

@@ -85,7 +85,9 @@ pub fn go_on(s: &Shared, stored: ThreadStatus) {
     if ready {
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move {
-            let _ = super::run(&s, super::Input::Retry, &super::RunOptions::default()).await;
+            let (opts, end) = super::on_its_own(&s, "live");
+            let r = super::run(&s, super::Input::Retry, &opts).await;
+            super::ended(end, &r);
         });
     }
 }

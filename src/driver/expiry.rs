@@ -86,7 +86,10 @@ async fn fire(s: Shared) {
         rearm(&mut s.borrow_mut());
         return;
     }
-    if expire_due(&s, &RunOptions::default()).await.is_err() || due(&s.borrow()) {
+    let (opts, end) = super::on_its_own(&s, "expiry");
+    let expired = expire_due(&s, &opts).await;
+    super::ended(end, &expired);
+    if expired.is_err() || due(&s.borrow()) {
         let mut g = s.borrow_mut();
         if g.expiry.armed.is_none() {
             g.expiry.arm(Some(now() + RETRY_MS));

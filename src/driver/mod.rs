@@ -104,6 +104,8 @@ pub struct Session {
     expiry: expiry::Timer,
     /// The MCP servers and their tools (the last of `tools`), if any (`mcp`).
     mcp: Option<Rc<mcp::McpTools>>,
+    /// Who hears the runs this agent starts by itself ([`on_its_own`]).
+    pub background: Option<events::BackgroundHook>,
 }
 
 /// What starts a run.
@@ -141,6 +143,31 @@ pub struct Setup {
     pub config: EngineConfig,
     pub history_limit: Option<u32>,
     pub mcp: Vec<crate::mcp::McpServerConfig>,
+}
+
+/// The options of a run the agent starts by itself (`why`: "expiry", "outbox", "live"): its
+/// events go to the background hook, if there is one, which hears `start(why)` now; the
+/// caller passes the run's result to [`ended`] after. Not a wrapper taking the run as a
+/// closure: that would compile a copy of `run`'s future per call site.
+pub(crate) fn on_its_own(s: &Shared, why: &str) -> (RunOptions, Option<events::RunEnd>) {
+    let hook = s.borrow().background.clone();
+    let Some(h) = hook else {
+        return (RunOptions::default(), None);
+    };
+    (h.start)(why);
+    let events = Emitter::new(Some(h.events.clone()));
+    let opts = RunOptions {
+        events,
+        ..RunOptions::default()
+    };
+    (opts, Some(h.end))
+}
+
+/// The end of a run [`on_its_own`] began.
+pub(crate) fn ended<T>(end: Option<events::RunEnd>, r: &Result<T, AgentError>) {
+    if let Some(end) = end {
+        end(r.as_ref().err());
+    }
 }
 
 pub(crate) fn now() -> f64 {

@@ -9,7 +9,7 @@
 //! twice: a message keeps the id it was queued with, and one already stored under that id (its
 //! write landed, its answer was lost) is not sent again.
 
-use super::{AgentError, Input, RunOptions, Shared, now, run};
+use super::{AgentError, Input, RunOptions, Shared, ended, now, on_its_own, run};
 use crate::engine::{Decisions, Outcome};
 use crate::store::page::Rows;
 use crate::store::{Queued, RemoteStore, StoreError};
@@ -158,21 +158,22 @@ async fn send(s: &Shared) {
                 Ok(true) => Ok(None),
                 Ok(false) => {
                     let input = Input::Message(text, Some(MessageId::from_raw(id)));
-                    run(s, input, &RunOptions::default()).await
+                    let (opts, end) = on_its_own(s, "outbox");
+                    let r = run(s, input, &opts).await;
+                    ended(end, &r);
+                    r
                 }
                 Err(e) => Err(e.into()),
             },
             Queued::Result { call_id, result } => {
                 // A run cut off mid-call is re-gated first (what opening the thread does), so
                 // the late result finds the call waiting for a decision.
-                let _ = run(s, Input::Recover, &RunOptions::default()).await;
+                let (opts, end) = on_its_own(s, "outbox");
+                let _ = run(s, Input::Recover, &opts).await;
                 let outcome = Ok(Value::String(result));
-                run(
-                    s,
-                    Input::LateResult(call_id, outcome),
-                    &RunOptions::default(),
-                )
-                .await
+                let r = run(s, Input::LateResult(call_id, outcome), &opts).await;
+                ended(end, &r);
+                r
             }
             // Made before the call was gated again (its run was cut off elsewhere): refused
             // for good, as decisions on calls decided elsewhere are.
@@ -183,11 +184,11 @@ async fn send(s: &Shared) {
             )),
             Queued::Decisions { decisions, by, .. } => match Decisions::from_json(&decisions) {
                 Ok(d) => {
-                    let opts = RunOptions {
-                        by,
-                        ..RunOptions::default()
-                    };
-                    run(s, Input::Decisions(d), &opts).await
+                    let (opts, end) = on_its_own(s, "outbox");
+                    let opts = RunOptions { by, ..opts };
+                    let r = run(s, Input::Decisions(d), &opts).await;
+                    ended(end, &r);
+                    r
                 }
                 Err(e) => Err(e.into()),
             },

@@ -55,6 +55,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         live: live::Live::default(),
         expiry: expiry::Timer::default(),
         mcp,
+        background: None,
     });
     session.borrow_mut().expiry = expiry::Timer::new(session.downgrade());
     // `snap` was read before any notice could start a reload: its ticket is the first.

@@ -175,6 +175,32 @@ impl Agent {
         self.a.status().as_str().to_owned()
     }
 
+    /// For the package's telemetry (pkg-template/telemetry.js): `hook(kind, value)` hears the
+    /// runs the agent starts by itself, with kind "start" (value: why), "event" (an event)
+    /// and "end" (the error, or null). `null` stops it.
+    #[wasm_bindgen(js_name = setBackgroundHook, skip_typescript)]
+    pub fn set_background_hook(&self, hook: Option<js_sys::Function>) {
+        use crate::driver::events::BackgroundHook;
+        use std::rc::Rc;
+        let hook = hook.map(|f| {
+            let call = move |kind: &str, value: &JsValue| {
+                if let Err(e) = f.call2(&JsValue::NULL, &kind.into(), value) {
+                    web_sys::console::warn_2(&"gatehouse: the background hook threw".into(), &e);
+                }
+            };
+            let call = Rc::new(call);
+            let (a, b, c) = (call.clone(), call.clone(), call);
+            BackgroundHook {
+                start: Rc::new(move |why: &str| a("start", &why.into())),
+                events: Rc::new(move |e: &crate::event::Event| b("event", &to_js(e))),
+                end: Rc::new(move |e: Option<&AgentError>| {
+                    c("end", &e.map_or(JsValue::NULL, to_js_error))
+                }),
+            }
+        });
+        self.a.set_background_hook(hook);
+    }
+
     /// Calls `listener` after every change to the thread — by this agent, by another `Agent`
     /// on it in this page, or by another tab — with its status and last message. Returns the
     /// function that unsubscribes.

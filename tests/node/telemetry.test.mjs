@@ -226,6 +226,33 @@ test('a rejection and an expiry are approval spans too; a rejection says so, wit
   await agent2.dispose();
 });
 
+test('a run the agent starts by itself (the expiry timer) is traced: its own invoke_agent, the expiry as an approval span', T, async () => {
+  const model = await scenario([
+    { toolCalls: [{ id: 'call_t', name: 'delete_file', arguments: { path: 't' } }] },
+    { text: 'It expired, so I did nothing.' },
+  ]);
+  const agent = await Agent.open({
+    threadId: uid('t'), model, tools: [{ ...deleteFile, approvalTimeout: 80 }], storage: { kind: 'memory' }, telemetry: { tracer },
+  });
+  await agent.chat('delete t');
+  exporter.reset();
+  // Nobody calls the agent: its timer expires the call and the run goes on to the model.
+  const deadline = Date.now() + 10_000;
+  while (named('await_approval').length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(agent.status(), 'idle');
+  const invoke = one('invoke_agent');
+  assert.equal(invoke.attributes['gatehouse.method'], 'expiry');
+  assert.equal(invoke.attributes['gatehouse.run.status'], 'completed');
+  assert.equal(parentOf(invoke), undefined, 'a root: no call of the app\'s is its parent');
+  const chat = one('chat');
+  assert.equal(parentOf(chat), invoke.spanContext().spanId, 'the model call the expiry led to');
+  const wait = one('await_approval');
+  assert.equal(wait.attributes['gatehouse.approval.decision'], 'expired');
+  assert.equal(wait.status.code, 2);
+  assert.deepEqual(wait.links.map((l) => l.context.spanId), [invoke.spanContext().spanId]);
+  await agent.dispose();
+});
+
 test('a model call that fails after its retries: error spans, the retries as span events', T, async () => {
   const model = await scenario([{ fault: { status: 500 } }, { fault: { status: 500 } }]);
   const agent = await Agent.open({
