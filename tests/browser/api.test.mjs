@@ -162,7 +162,7 @@ test('values across the boundary: integers beyond 2^53 arrive rounded (not null)
   assert.deepEqual(r.seen.execute, { inputs: want, keys: ['callId', 'threadId', 'signal', 'approval'], signal: true, approval });
   assert.deepEqual({ ...approval, at: typeof approval.at },
     { signed: false, callId: 'big_1', tool: 'lookup', decision: 'approve', decidedBy: null, at: 'number', receipt: null });
-  assert.deepEqual(r.events, ['message', 'message', 'awaiting_approval']);
+  assert.deepEqual(r.events, ['message', 'model_call_started', 'model_call_ended', 'message', 'awaiting_approval']);
   assert.deepEqual(r.kept, { enabled: false, autoApprove: true });
   assert.deepEqual(r.reset, { enabled: false, autoApprove: false });
   for (const k of ['badPolicy', 'badKind', 'badLimit']) assert.equal(r[k]?.code, 'invalid_config', k);

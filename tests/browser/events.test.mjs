@@ -33,7 +33,8 @@ for (const provider of ['openai', 'anthropic']) {
     }, { model: provider === 'openai' ? sc.openai() : sc.anthropic(), db: uid('db') });
 
     // The suspended turn.
-    assert.deepEqual(shape(r.e1), ['message', 'text_delta', 'tool_call_started', 'tool_call_delta', 'message', 'awaiting_approval']);
+    assert.deepEqual(shape(r.e1), ['message', 'model_call_started', 'text_delta', 'tool_call_started', 'tool_call_delta',
+      'model_call_ended', 'message', 'awaiting_approval']);
     const deltas = r.e1.filter((e) => e.type === 'text_delta').map((e) => e.delta);
     assert.deepEqual(deltas, ['Let ', 'me ', 'check ', 'that.'], 'one event per streamed delta');
     assert.equal(deltas.join(''), textOf(r.first.message));
@@ -46,12 +47,21 @@ for (const provider of ['openai', 'anthropic']) {
     assert.deepEqual(userEv.message, r.messages[0]);
     assert.deepEqual(callEv.message, r.first.message);
     assert.deepEqual(r.e1.at(-1), { type: 'awaiting_approval', message: r.first.message });
+    // The model call's end carries what the stored answer says of it.
+    const ended = r.e1.find((e) => e.type === 'model_call_ended');
+    assert.equal(ended.ok, true);
+    assert.deepEqual(ended.usage, r.first.message.usage);
+    assert.equal(ended.stopReason, provider === 'openai' ? 'tool_calls' : 'tool_use', "the provider's own stop reason");
+    assert.deepEqual(r.e1.find((e) => e.type === 'model_call_started'), { type: 'model_call_started' });
 
     // The decision and the rest of the run.
-    assert.deepEqual(shape(r.e2), ['message_updated', 'tool_result', 'message', 'text_delta', 'message', 'completed']);
+    assert.deepEqual(shape(r.e2), ['message_updated', 'tool_started', 'tool_result', 'message', 'model_call_started', 'text_delta',
+      'model_call_ended', 'message', 'completed']);
     const updated = r.e2.find((e) => e.type === 'message_updated').message;
     assert.equal(updated.__id, r.first.message.__id);
     assert.equal(updated.tools[0].approval, 'approved');
+    assert.deepEqual(r.e2.find((e) => e.type === 'tool_started'),
+      { type: 'tool_started', callId: 'call_ev', name: 'delete_file', inputs: { path } });
     assert.deepEqual(r.e2.find((e) => e.type === 'tool_result'),
       { type: 'tool_result', callId: 'call_ev', name: 'delete_file', ok: true, result: { done: 'delete_file', path } });
     const [resultEv, answerEv] = r.e2.filter((e) => e.type === 'message');
