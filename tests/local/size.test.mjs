@@ -103,7 +103,8 @@ test('a page with a real model fetches nothing of the demo model; one without a 
     assert.equal(r.status, 'awaiting_approval', JSON.stringify(r));
     assert.deepEqual(r.message.tools.map((t) => [t.name, t.inputs]), [['delete_file', { path: '/tmp/a.txt' }]]);
     const types = (await h.page.evaluate(() => window.t.events.filter((e) => e.threadId === 'demo').map((e) => e.type)));
-    assert.deepEqual([...new Set(types)], ['message', 'text_delta', 'tool_call_started', 'tool_call_delta', 'awaiting_approval']);
+    assert.deepEqual([...new Set(types)], ['message', 'model_call_started', 'text_delta', 'tool_call_started', 'tool_call_delta',
+      'model_call_ended', 'awaiting_approval']);
     const started = await h.page.evaluate(() => window.t.events.find((e) => e.type === 'tool_call_started'));
     assert.equal(started.callId, r.message.tools[0].callId);
     const args = await h.page.evaluate(() => window.t.events.filter((e) => e.type === 'tool_call_delta').map((e) => e.delta).join(''));
@@ -128,7 +129,11 @@ test('the main entry imports nothing of the MCP client, and its wasm holds none 
     assert.ok(!read('gatehouse_bg.wasm').toString('latin1').includes(text), text);
   }
   const entry = read('gatehouse.js').toString();
-  assert.match(entry, /const mcpClient = async \(config\) => \(await import\("\.\/mcp\/index\.js"\)\)\.connect\(config\);/);
+  // Dynamic imports only: the MCP client, and the page's WebMCP tools' connection in its place
+  // for the `webmcp:` server; OpenTelemetry's module likewise, for an agent given `telemetry`.
+  assert.match(entry, /: \(await import\("\.\/mcp\/index\.js"\)\)\.connect\(config\);/);
+  assert.match(entry, /\? \(await import\("\.\/webmcp\.js"\)\)\.connect\(config\)/);
+  assert.deepEqual(graph.filter((f) => ['webmcp.js', 'telemetry.js', 'ag-ui.js'].includes(f)), []);
   const gz = (files) => gzipSync(Buffer.concat(files.map(read)), { level: 9 }).length;
   console.log(`MCP client (only for mcpServers): JS ${gz(['mcp/index.js', 'mcp/client.js'])} B gzip, wasm ${gz(['mcp/client_bg.wasm'])} B gzip`);
 });
