@@ -114,8 +114,9 @@ class Telemetry {
   /** Runs `call(args)`, the agent's `method`, inside its invoke_agent span. `agent` is the
    *  Agent (its pendingTools and audit are read around the call). */
   invoke(agent, method, args, call) {
-    if (!(method in RUNS)) return call(args);
-    const at = RUNS[method];
+    const at = Object.hasOwn(RUNS, method) ? RUNS[method] : undefined;
+    // Options that are not an object are the core's to refuse, as without telemetry.
+    if (at === undefined || (args[at] != null && (typeof args[at] !== "object" || Array.isArray(args[at])))) return call(args);
     const attributes = {
       ...this.#base,
       ...this.#model,

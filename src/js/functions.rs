@@ -10,6 +10,7 @@ use crate::driver::model::{CustomModel, ModelRequest};
 use crate::driver::tools::{Execute, LocalFuture, Policy, ToolContext};
 use crate::engine::{ModelOutput, ModelToolCall, PolicyVerdict};
 use crate::event::Event;
+use crate::js::options::Strict;
 use crate::providers::ProviderError;
 use crate::thread::Usage;
 use js_sys::{Function, Promise};
@@ -121,8 +122,10 @@ pub fn listener<T: Serialize + ?Sized>(f: Function, what: &'static str) -> impl 
 )]
 struct CustomAnswer {
     text: Option<String>,
+    /// Each call read strictly: a misspelled `arguments` (`inputs`, `args`) would otherwise
+    /// make a call with no inputs, which a human might approve.
     #[serde(default)]
-    tool_calls: Vec<CustomCall>,
+    tool_calls: Vec<Strict<CustomCall>>,
     usage: Option<Usage>,
     stop_reason: Option<String>,
 }
@@ -258,7 +261,7 @@ pub fn custom_model(f: Function) -> CustomModel {
                         .tool_calls
                         .into_iter()
                         .enumerate()
-                        .map(|(i, c)| {
+                        .map(|(i, Strict(c))| {
                             let args = match c.arguments.map(|a| json_value(&a)).transpose() {
                                 Ok(Some(Value::String(s))) => s,
                                 Ok(None | Some(Value::Null)) => String::new(),

@@ -393,7 +393,7 @@ pub fn storage_options(v: JsValue) -> Result<Storage, AgentError> {
 /// serde-wasm-bindgen reads only the fields a struct names, so serde's `deny_unknown_fields`
 /// never sees another key: a misspelled option (`requireAproval`) would be ignored, and a
 /// call meant to be gated would run.
-struct Strict<T>(T);
+pub(crate) struct Strict<T>(pub T);
 
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Strict<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -112,3 +112,29 @@ test('the options of the calls on an open agent are checked the same way, and re
   await refused(() => agent.submitDecisions({ [agent.pendingTools()[0].callId]: 'approve' }, { bye: 'me' }), 'bye', 'by');
   assert.deepEqual(calls, [], 'nothing ran');
 });
+
+test("a custom model's tool call with a misspelled key is a provider error, not a call with no inputs", async () => {
+  for (const key of ['inputs', 'args', 'argument']) {
+    const calls = [];
+    const agent = await Agent.open({
+      threadId: 't', storage: storage(), tools: [deleteFile(calls, { parameters: { type: 'object', properties: { path: { type: 'string' } } } })],
+      model: { provider: 'custom', call: () => ({ toolCalls: [{ id: 'c1', name: 'delete_file', [key]: { path: '/etc' } }] }) },
+    });
+    let e;
+    try { await agent.chat('delete /etc'); } catch (err) { e = err; }
+    assert.equal(e?.code, 'provider', `${key}: ${e?.message}`);
+    assert.ok(e.message.includes(key), e.message);
+    assert.equal(agent.pendingTools().length, 0, 'no call to approve');
+    assert.equal(agent.status(), 'interrupted', 'the user message waits for retry()');
+    assert.deepEqual(calls, []);
+    await agent.dispose();
+  }
+  // Spelled right, it is the call.
+  const agent = await Agent.open({
+    threadId: 't', storage: storage(), tools: [deleteFile([], { requireApproval: true })],
+    model: { provider: 'custom', call: () => ({ toolCalls: [{ id: 'c1', name: 'delete_file', arguments: { path: '/etc' } }] }) },
+  });
+  await agent.chat('delete /etc');
+  assert.deepEqual(agent.pendingTools().map((t) => t.inputs), [{ path: '/etc' }]);
+  await agent.dispose();
+});

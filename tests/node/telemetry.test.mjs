@@ -300,6 +300,20 @@ test('without telemetry nothing is traced; a bad telemetry option is invalid_con
     (e) => e.code === 'invalid_config' && /did you mean `telemetry`/.test(e.message));
 });
 
+test("run options that are not an object are refused as without telemetry, and traced as nothing", T, async () => {
+  const traced = await Agent.open({ threadId: uid('t'), storage: { kind: 'memory' }, telemetry: { tracer } });
+  const plain = await Agent.open({ threadId: uid('t'), storage: { kind: 'memory' } });
+  const code = (p) => p.then(() => 'resolved', (e) => e.code);
+  for (const [method, args] of [['chat', ['hello', 'fast']], ['chat', ['hello', 7]], ['retry', [[]]], ['submitDecisions', [{ x: 'approve' }, 'by me']]]) {
+    const without = await code(plain[method](...args));
+    assert.equal(await code(traced[method](...args)), without, `${method}(${JSON.stringify(args)})`);
+  }
+  assert.equal(await code(plain.chat('hello', 'fast')), 'invalid_config');
+  assert.equal(named('invoke_agent').length, 0);
+  await traced.dispose();
+  await plain.dispose();
+});
+
 test('a tracer that throws never stops the run', T, async () => {
   const throwing = {
     startActiveSpan: (name, opts, fn) => tracer.startActiveSpan(name, opts, fn),
