@@ -30,19 +30,8 @@ const KEYS = ["tracer", "recordInputs", "recordOutputs", "agentName", "attribute
 // The agent's calls that run it, and where each takes its options (onEvent).
 const RUNS = { chat: 1, submitDecisions: 1, submitToolResults: 1, retry: 0, handle: 1 };
 
-/** A context holding only `span`: what the tracer reads a parent from. */
-class SpanContext {
-  #span;
-  constructor(span) { this.#span = span; }
-  getValue(key) { return key === SPAN_KEY ? this.#span : undefined; }
-  setValue(key, value) {
-    if (key === SPAN_KEY) return new SpanContext(value);
-    const values = new Map([[SPAN_KEY, this.#span], [key, value]]);
-    return new MapContext(values);
-  }
-  deleteValue(key) { return key === SPAN_KEY ? new SpanContext(undefined) : this; }
-}
-
+/** A context as @opentelemetry/api's `Context` is: immutable values by key. Made with a
+ *  span under SPAN_KEY (or none: a root), it is what the tracer reads a parent from. */
 class MapContext {
   #values;
   constructor(values) { this.#values = values; }
@@ -54,6 +43,9 @@ class MapContext {
     return new MapContext(values);
   }
 }
+
+/** The context whose span is `span` (undefined: a root). */
+const within = (span) => new MapContext(new Map([[SPAN_KEY, span]]));
 
 /** The `telemetry` option checked, or null when it is absent. `invalid(message)` makes the
  *  error to throw (invalid_config). */
@@ -117,18 +109,10 @@ class Telemetry {
     const at = Object.hasOwn(RUNS, method) ? RUNS[method] : undefined;
     // Options that are not an object are the core's to refuse, as without telemetry.
     if (at === undefined || (args[at] != null && (typeof args[at] !== "object" || Array.isArray(args[at])))) return call(args);
-    const attributes = {
-      ...this.#base,
-      ...this.#model,
-      "gen_ai.operation.name": "invoke_agent",
-      "gen_ai.agent.name": this.#agent,
-      "gatehouse.method": method,
-    };
+    const attributes = this.#invokeAttributes(method);
     if (this.#inputs && method === "chat" && typeof args[0] === "string") {
       attributes["gen_ai.input.messages"] = JSON.stringify([{ role: "user", parts: [{ type: "text", content: args[0] }] }]);
     }
-    const before = pendingIds(agent);
-    const started = Date.now();
     return this.#tracer.startActiveSpan(`invoke_agent ${this.#agent}`, { kind: INTERNAL, attributes }, async (span) => {
       const run = new Run(this, span);
       const opts = args[at];
@@ -152,12 +136,12 @@ class Telemetry {
         }
         if (out?.status === "awaiting_approval") this.#remember(out.message, span);
         if (this.#outputs && out?.message) span.setAttribute("gen_ai.output.messages", JSON.stringify([messageOf(out.message)]));
-        await this.#decided(agent, before, span, started);
+        await this.#decided(agent, run, span);
         return out;
       } catch (e) {
         run.close(e);
         failed(span, e);
-        await this.#decided(agent, before, span, started);
+        await this.#decided(agent, run, span);
         throw e;
       } finally {
         span.end();
@@ -175,32 +159,36 @@ class Telemetry {
       try {
         if (kind === "start") {
           open?.span.end();
-          const attributes = {
-            ...this.#base,
-            ...this.#model,
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": this.#agent,
-            "gatehouse.method": String(value),
-          };
+          const attributes = this.#invokeAttributes(String(value));
           // A root, whatever context the timer or the feed that started it was made in.
-          const span = this.#tracer.startSpan(`invoke_agent ${this.#agent}`, { kind: INTERNAL, attributes }, new SpanContext(undefined));
-          open = { span, run: new Run(this, span), before: pendingIds(agent), started: Date.now(), why: String(value) };
+          const span = this.#tracer.startSpan(`invoke_agent ${this.#agent}`, { kind: INTERNAL, attributes }, within(undefined));
+          open = { span, run: new Run(this, span) };
         } else if (kind === "event" && open) {
           open.run.event(value);
           if (value?.type === "awaiting_approval") this.#remember(value.message, open.span);
           if (typeof value?.type === "string" && FINAL.includes(value.type)) open.span.setAttribute("gatehouse.run.status", value.type);
         } else if (kind === "end" && open) {
-          const { span, run, before, started, why } = open;
+          const { span, run } = open;
           open = null;
           run.close(value);
           if (value) failed(span, value);
           span.end();
-          // The outbox writes decisions this device made earlier, offline: they count too.
-          this.#decided(agent, before, span, started, why === "outbox").catch(() => {});
+          this.#decided(agent, run, span).catch(() => {});
         }
       } catch {
         // A tracer that throws never stops a run.
       }
+    };
+  }
+
+  /** An invoke_agent span's attributes; `method` is the call, or why the agent ran by itself. */
+  #invokeAttributes(method) {
+    return {
+      ...this.#base,
+      ...this.#model,
+      "gen_ai.operation.name": "invoke_agent",
+      "gen_ai.agent.name": this.#agent,
+      "gatehouse.method": method,
     };
   }
 
@@ -212,29 +200,22 @@ class Telemetry {
     while (this.#gatedBy.size > 1000) this.#gatedBy.delete(this.#gatedBy.keys().next().value);
   }
 
-  /** An await_approval span for each call that waited before the call of `span` and was
-   *  decided (or expired) during it, from the audit trail. */
-  async #decided(agent, before, span, started, own = false) {
-    if (before.length === 0) return;
-    let still;
-    try {
-      still = new Set(agent.pendingTools().map((e) => e.callId));
-    } catch {
-      return;
-    }
-    const gone = before.filter((id) => !still.has(id));
-    if (gone.length === 0) return;
+  /** An await_approval span for each call whose decision `run` wrote (a human's, or an
+   *  expiry), with its times and who decided from the audit trail. Who wrote a decision is
+   *  known from the run's own events, not guessed: a decision another tab or device wrote
+   *  reaches this agent as a reload, never as this run's event, so each is reported once, by
+   *  the agent that wrote it (an offline decision by the outbox run that sent it). */
+  async #decided(agent, run, span) {
+    const decided = run.decided();
+    if (decided.length === 0) return;
     let records;
     try {
-      records = await agent.audit({ limit: Math.max(20, 2 * before.length) });
+      records = await agent.audit({ limit: Math.max(20, 2 * decided.length) });
     } catch {
       return; // the trail could not be read (offline, a remote store refusing): no span
     }
     for (const r of records) {
-      if (!gone.includes(r.callId) || r.decidedAt == null || r.decision == null) continue;
-      // A human's decision made before this call began was another tab's or device's, which
-      // reports it; an expiry is found by whichever call comes after the deadline.
-      if (!own && r.decision !== "expired" && r.decidedAt < started - 1000) continue;
+      if (!decided.includes(r.callId) || r.decidedAt == null || r.decision == null) continue;
       const key = `${r.callId}:${r.seq}`;
       if (this.#reported.has(key)) continue;
       this.#reported.add(key);
@@ -253,7 +234,7 @@ class Telemetry {
       const links = asked ? [{ context: span.spanContext() }] : [];
       const wait = this.#tracer.startSpan(`await_approval ${r.tool}`, {
         kind: INTERNAL, attributes, links, startTime: r.requestedAt,
-      }, new SpanContext(asked ?? span));
+      }, within(asked ?? span));
       if (r.decision === "expired") wait.setStatus({ code: ERROR, message: "no decision before the deadline" });
       wait.end(r.decidedAt);
     }
@@ -264,7 +245,7 @@ class Telemetry {
     return this.#tracer.startSpan(`chat ${this.#modelName}`, {
       kind: CLIENT,
       attributes: { ...this.#base, ...this.#model, "gen_ai.operation.name": "chat" },
-    }, new SpanContext(parent));
+    }, within(parent));
   }
 
   toolSpan(parent, e) {
@@ -276,7 +257,7 @@ class Telemetry {
       "gen_ai.tool.type": "function",
     };
     if (this.#inputs) attributes["gen_ai.tool.call.arguments"] = JSON.stringify(e.inputs ?? null);
-    return this.#tracer.startSpan(`execute_tool ${e.name}`, { kind: INTERNAL, attributes }, new SpanContext(parent));
+    return this.#tracer.startSpan(`execute_tool ${e.name}`, { kind: INTERNAL, attributes }, within(parent));
   }
 
   get recordOutputs() { return this.#outputs; }
@@ -288,6 +269,7 @@ class Run {
   #span;
   #chat = null;
   #tools = new Map(); // callId → execute_tool span
+  #tail = null; // the last tool_call message this run wrote
 
   constructor(t, span) {
     this.#t = t;
@@ -304,6 +286,10 @@ class Run {
 
   #on(e) {
     switch (e?.type) {
+      case "message":
+      case "message_updated":
+        if (e.message?.type === "tool_call") this.#tail = e.message;
+        break;
       case "model_call_started":
         this.#chat?.end();
         this.#chat = this.#t.chatSpan(this.#span);
@@ -350,6 +336,14 @@ class Run {
     }
   }
 
+  /** The calls whose decision this run wrote: those of the last tool_call message it wrote,
+   *  once none of them waits (a decision is revisable until the last one is made). */
+  decided() {
+    const tools = this.#tail?.tools ?? [];
+    if (tools.some((e) => e.approval === "pending")) return [];
+    return tools.filter((e) => e.approval != null).map((e) => e.callId);
+  }
+
   /** The call ended (`error`: what it threw): spans still open end with it. */
   close(error) {
     for (const s of [this.#chat, ...this.#tools.values()]) {
@@ -360,16 +354,6 @@ class Run {
     }
     this.#chat = null;
     this.#tools.clear();
-  }
-}
-
-/** The ids of the calls waiting for a decision ([] for an agent that cannot say: a disposed or
- *  trapped one, whose call says so itself). */
-function pendingIds(agent) {
-  try {
-    return agent.pendingTools().map((e) => e.callId);
-  } catch {
-    return [];
   }
 }
 

@@ -253,6 +253,33 @@ test('a run the agent starts by itself (the expiry timer) is traced: its own inv
   await agent.dispose();
 });
 
+test('two agents on one thread: the approval span is made once, by the agent that decided; a partial decision makes none yet', T, async () => {
+  const model = await scenario([
+    { toolCalls: [{ id: 'call_a', name: 'delete_file', arguments: { path: 'a' } }, { id: 'call_b', name: 'delete_file', arguments: { path: 'b' } }] },
+    { text: 'Both decided.' },
+    { text: 'Next.' },
+  ]);
+  const threadId = uid('t');
+  const database = uid('db');
+  const open = () => Agent.open({ threadId, model, tools: [deleteFile], storage: { kind: 'memory', database }, telemetry: { tracer } });
+  const asker = await open();
+  await asker.chat('delete a and b');
+  const decider = await open();
+  exporter.reset();
+  await decider.submitDecisions({ call_a: 'approve' }, { by: 'ops' });
+  assert.equal(named('await_approval').length, 0, 'revisable until the last call is decided');
+  await decider.submitDecisions({ call_b: ['reject', 'not b'] }, { by: 'ops' });
+  assert.deepEqual(named('await_approval').map((s) => [s.attributes['gen_ai.tool.call.id'], s.attributes['gatehouse.approval.decision']]).sort(),
+    [['call_a', 'approved'], ['call_b', 'rejected']]);
+  // The asker, whose view still showed both calls waiting, goes on (its first write finds the
+  // view stale, as documented, and reloads it): it reports nothing of them.
+  await assert.rejects(asker.chat('next'), { code: 'conflict' });
+  await asker.chat('next');
+  assert.equal(named('await_approval').length, 2, 'no second report from the other agent');
+  await asker.dispose();
+  await decider.dispose();
+});
+
 test('a model call that fails after its retries: error spans, the retries as span events', T, async () => {
   const model = await scenario([{ fault: { status: 500 } }, { fault: { status: 500 } }]);
   const agent = await Agent.open({
