@@ -153,3 +153,29 @@ fn policy_change() {
     assert!(commits.last().is_some_and(|c| c.append.is_empty()));
     check("policy-change.json", requests(commits));
 }
+
+/// A chat whose one gated call (c1, delete_file /tmp/a.txt) a remembered grant approves as the
+/// tool call is written (docs/design.md, "Remembered grants"): the grant's id is `GRANT_ID`,
+/// which the handler's tests replace with the id the handler gave.
+#[test]
+fn granted_run() {
+    use gatehouse_agent::engine::GrantRequest;
+    let mut h = Harness::new(standard_tools());
+    let grant = GrantRequest::parse(
+        &json!({ "tool": "delete_file", "scope": "user", "match": { "path": "/tmp/**" } }),
+    )
+    .unwrap()
+    .into_grant("GRANT_ID".into(), T0, Some("alice".into()));
+    h.engine.set_grants("t", vec![grant]);
+    h.script([
+        calls(vec![call(
+            "c1",
+            "delete_file",
+            json!({ "path": "/tmp/a.txt" }),
+        )]),
+        answer("deleted"),
+    ]);
+    h.chat("clean up").expect("the chat runs");
+    assert_eq!(h.executed.len(), 1, "the granted call ran");
+    check("granted-run.json", requests(&h.store.commits));
+}

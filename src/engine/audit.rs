@@ -68,6 +68,10 @@ pub struct AuditRecord {
     pub decided_at: Option<u64>,
     /// Who decided: the `by` the app passed with the decisions.
     pub decided_by: Option<String>,
+    /// The remembered grant that approved it instead of a human; absent when a human (or the
+    /// clock) decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_id: Option<String>,
     /// The inputs it ran with; `null` while it has not run, and for good when it never does.
     pub inputs: Option<Map<String, Value>>,
     pub started_at: Option<u64>,
@@ -96,6 +100,7 @@ impl AuditRecord {
             reject_reason: None,
             decided_at: None,
             decided_by: None,
+            grant_id: None,
             inputs: None,
             started_at: None,
             ended_at: None,
@@ -134,6 +139,7 @@ impl AuditRecord {
             },
             decided_at: decision.and(open.decided_at),
             decided_by: decision.and(open.decided_by.clone()),
+            grant_id: decision.and(open.grant.clone()),
             inputs: ran.then(|| e.inputs.clone()),
             started_at: open.started_at,
             ended_at: end.map(|(_, at)| at),
@@ -156,6 +162,9 @@ pub struct OpenAudit {
     pub decided_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<u64>,
+    /// The remembered grant that decided the call (docs/design.md, "Remembered grants").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
 }
 
 impl OpenAudit {
@@ -167,6 +176,7 @@ impl OpenAudit {
             decided_at: None,
             decided_by: None,
             started_at: None,
+            grant: None,
         }
     }
 }

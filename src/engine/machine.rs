@@ -17,11 +17,12 @@ use execution::{end_audit, not_run, tool_result};
 use super::audit::{AuditOutcome, AuditRecord, OpenAudit};
 use super::decisions::{Decision, DecisionKind};
 use super::error::EngineError;
+use super::grants::Grant;
 use super::inputs::{Decisions, ToolResults};
 use super::model::{ModelOutput, ModelToolCall};
 use super::results::{
-    EXPIRED_TEXT, REGATE_REASON, UNRECORDED_REASON, code, edited_result, error_result,
-    output_to_result, rejection_text,
+    EXPIRED_TEXT, GRANT_GONE_REASON, REGATE_REASON, UNRECORDED_REASON, code, edited_result,
+    error_result, output_to_result, rejection_text,
 };
 use super::state::{Commit, RunJournal, ThreadState, ThreadStatus, shrink_message_results};
 use super::tools::{Gate, PolicyVerdict, ToolPolicy, ToolSet, ToolSpec};
@@ -135,6 +136,10 @@ pub struct Engine {
     now: u64,
     /// Audit records that ended since the last `Persist`: written by the next one.
     ended_audit: Vec<AuditRecord>,
+    /// The remembered grants that apply to this thread, as the store last listed them, and
+    /// the thread's id; `None`: this engine does not know them (the store handler's decide),
+    /// and neither uses nor second-guesses a grant (docs/design.md, "Remembered grants").
+    grants: Option<(String, Vec<Grant>)>,
 }
 
 impl Engine {
@@ -153,7 +158,38 @@ impl Engine {
             steps: 0,
             now: 0,
             ended_audit: Vec::new(),
+            grants: None,
         }
+    }
+
+    /// The remembered grants that apply to `thread` now (the store's list): gated calls they
+    /// cover are approved by them, and a call one approved runs only while it is listed.
+    pub fn set_grants(&mut self, thread: &str, grants: Vec<Grant>) {
+        self.grants = Some((thread.to_owned(), grants));
+    }
+
+    /// The grant that approves a gated call of `tool` with `inputs` at `now_ms`, if any: never
+    /// for a tool whose `allowedDecisions` excludes "approve".
+    fn grant_for(&self, tool: &str, inputs: &Map<String, Value>, now_ms: u64) -> Option<&Grant> {
+        let (thread, grants) = self.grants.as_ref()?;
+        let spec = self.tools.get(tool)?;
+        if !spec.allowed_decisions.allows(DecisionKind::Approve) {
+            return None;
+        }
+        grants
+            .iter()
+            .find(|g| g.covers(tool, inputs, thread, now_ms))
+    }
+
+    /// A call a grant approved whose grant is no longer listed or has expired (only when this
+    /// engine knows the grants).
+    fn grant_gone(&self, run: &RunJournal, e: &ToolEntry) -> bool {
+        let (Some(id), Some((thread, grants))) = (run.granted_by(&e.call_id), &self.grants) else {
+            return false;
+        };
+        !grants
+            .iter()
+            .any(|g| g.id == id && g.covers(&e.name, &e.inputs, thread, self.now))
     }
 
     /// Forget any run in progress and take this stored state (after a failed write or a

@@ -4,6 +4,7 @@
 mod audit;
 mod decisions;
 mod error;
+mod grants;
 mod inputs;
 mod machine;
 mod model;
@@ -16,6 +17,7 @@ mod tools;
 pub use audit::{AuditDecision, AuditOutcome, AuditRecord, OpenAudit};
 pub use decisions::{AllowedDecisions, Decision, DecisionKind};
 pub use error::EngineError;
+pub use grants::{Grant, GrantRequest, GrantScope};
 pub use inputs::{Decisions, ToolResults};
 pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};
 pub use model::{ModelOutput, ModelToolCall};

@@ -55,6 +55,10 @@ finished, so it may or may not have taken effect. Check before approving it agai
 
 /// The `approvalReason` of a call re-gated because the journal holds no decision for it, or
 /// one for other inputs: the stored thread was changed outside a decision call.
+/// The re-gate reason of a call a remembered grant approved, when the grant was revoked or
+/// expired before the call started (docs/design.md, "Remembered grants").
+pub const GRANT_GONE_REASON: &str = "The grant that allowed this call was revoked or has \
+                                     expired before it ran, so a human must decide.";
 pub const UNRECORDED_REASON: &str = "No decision for this call with these inputs was recorded, \
 so it was not run. Decide again.";
 

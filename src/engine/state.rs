@@ -26,6 +26,10 @@ pub struct DecisionRecord {
     pub call_id: String,
     pub approved: bool,
     pub inputs: Map<String, Value>,
+    /// The remembered grant that approved the call instead of a human (docs/design.md,
+    /// "Remembered grants"): the call runs only while the grant still covers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
 }
 
 /// The execution journal of the tail `tool_call` message while its calls are being decided,
@@ -127,7 +131,16 @@ impl RunJournal {
             call_id: call_id.to_owned(),
             approved,
             inputs: inputs.clone(),
+            grant: None,
         });
+    }
+
+    /// The grant whose approval of `call_id` the journal holds, if a grant approved it.
+    pub fn granted_by(&self, call_id: &str) -> Option<&str> {
+        self.decisions
+            .iter()
+            .find(|d| d.call_id == call_id && d.approved)
+            .and_then(|d| d.grant.as_deref())
     }
 
     pub fn forget_decision(&mut self, call_id: &str) {

@@ -17,7 +17,8 @@ use super::ownership::Writer;
 use super::record::{CommitPlan, StoreError, Stored, ThreadRecord, check_writable, plan_commit};
 use crate::engine::results::unstorable_result;
 use crate::engine::{
-    Commit, Decisions, Engine, EngineConfig, EngineError, RunJournal, Step, ThreadState, ToolSet,
+    Commit, Decisions, Engine, EngineConfig, EngineError, Grant, GrantScope, RunJournal, Step,
+    ThreadState, ToolSet,
 };
 use crate::thread::{ApprovalState, Message, MessageKind, ToolEntry};
 use serde::{Deserialize, Serialize};
@@ -59,6 +60,10 @@ pub enum Refused {
     /// A write that is not a step the writing device's engine could take from the stored
     /// thread (`illegal_write`, 403): it changes what only a decision or the server may.
     Illegal(String),
+    /// A write that starts a call a remembered grant approved, when the grant no longer
+    /// covers it (revoked, expired): the writer reads the grants again and asks a human
+    /// (`grant_revoked`, 409; docs/design.md, "Remembered grants").
+    GrantGone(String),
 }
 
 impl Refused {
@@ -67,6 +72,7 @@ impl Refused {
             Refused::Store(e) => e.code(),
             Refused::Engine(e) => e.code(),
             Refused::Illegal(_) => "illegal_write",
+            Refused::GrantGone(_) => "grant_revoked",
         }
     }
 
@@ -79,6 +85,7 @@ impl Refused {
             Refused::Engine(EngineError::InvalidDecision { .. }) => 400,
             Refused::Engine(_) => 409,
             Refused::Illegal(_) => 403,
+            Refused::GrantGone(_) => 409,
         }
     }
 }
@@ -88,7 +95,7 @@ impl fmt::Display for Refused {
         match self {
             Refused::Store(e) => e.fmt(f),
             Refused::Engine(e) => e.fmt(f),
-            Refused::Illegal(m) => write!(f, "{m}; nothing was written"),
+            Refused::Illegal(m) | Refused::GrantGone(m) => write!(f, "{m}; nothing was written"),
         }
     }
 }
@@ -215,6 +222,68 @@ pub fn check_write(
     keeps_lease: bool,
     now_ms: f64,
 ) -> Result<(), Refused> {
+    let none = Granted {
+        thread: &record.id,
+        identity: "",
+        grants: &[],
+        now_ms,
+    };
+    check_granted_write(record, tail, commit, keeps_lease, &none)
+}
+
+/// The remembered grants a write may cite (docs/design.md, "Remembered grants"): those the
+/// handler found, unrevoked, for the ids the commit names ([`cited_grants`]), checked here
+/// against the thread, the writer's identity (a user grant is its maker's) and the clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Granted<'a> {
+    pub thread: &'a str,
+    pub identity: &'a str,
+    pub grants: &'a [Grant],
+    pub now_ms: f64,
+}
+
+impl Granted<'_> {
+    /// The grant `id`, when it may approve a call of `tool` with `inputs` for this writer now.
+    fn covering(
+        &self,
+        id: &str,
+        tool: &str,
+        inputs: &serde_json::Map<String, Value>,
+    ) -> Option<&Grant> {
+        let now = self.now_ms.max(0.0) as u64;
+        self.grants.iter().find(|g| {
+            g.id == id
+                && (g.scope != GrantScope::User || g.created_by.as_deref() == Some(self.identity))
+                && g.covers(tool, inputs, self.thread, now)
+        })
+    }
+}
+
+/// The grant ids a commit cites: the approving decisions of its journal that name one (the
+/// handler reads just these rows, and none when there are none).
+pub fn cited_grants(commit: &Commit) -> Vec<String> {
+    let mut ids: Vec<String> = commit
+        .run
+        .iter()
+        .flat_map(|r| r.decisions.iter())
+        .filter(|d| d.approved)
+        .filter_map(|d| d.grant.clone())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// [`check_write`] with the remembered grants the commit may cite: a call a grant approved is
+/// appended approved, and started, only while the grant covers it.
+pub fn check_granted_write(
+    record: &ThreadRecord,
+    tail: Option<&Message>,
+    commit: &Commit,
+    keeps_lease: bool,
+    granted: &Granted<'_>,
+) -> Result<(), Refused> {
+    let now_ms = granted.now_ms;
     let stored_run = record.run.as_ref();
     let new_tail = commit
         .append
@@ -231,20 +300,59 @@ pub fn check_write(
     let same = |j: &RunJournal| stored_run.is_some_and(|s| s.call_message_id == j.call_message_id);
     check_results(tail, commit)?;
     match (&commit.run, stored_run) {
-        (Some(j), Some(s)) if same(j) => check_same_journal(s, j, new_tail)?,
+        (Some(j), Some(s)) if same(j) => check_same_journal(s, j, new_tail, granted)?,
         (j, s) => {
             if let Some(s) = s {
                 check_journal_ended(s, commit)?;
             }
             if let Some(j) = j {
-                check_new_journal(j, commit, new_tail)?;
+                check_new_journal(j, commit, new_tail, granted)?;
             }
         }
     }
     if let Some(j) = &commit.run {
-        check_started(stored_run.filter(|_| same(j)), j, new_tail, keeps_lease)?;
+        check_started(
+            stored_run.filter(|_| same(j)),
+            j,
+            new_tail,
+            keeps_lease,
+            granted,
+        )?;
     }
     check_audit(record, tail, commit)
+}
+
+/// Who decided a call a remembered grant approved: the grant's maker, as the handler stored
+/// it (a new record's `decidedBy` is the server's word, like every other; [`stamp_identity`]
+/// cleared what the writer said). Call after the commit passed [`check_granted_write`].
+///
+/// [`stamp_identity`]: super::wire::stamp_identity
+pub fn stamp_grants(commit: &mut Commit, granted: &Granted<'_>) {
+    let maker = |id: &Option<String>| {
+        let id = id.as_deref()?;
+        granted
+            .grants
+            .iter()
+            .find(|g| g.id == id)?
+            .created_by
+            .clone()
+    };
+    if let Some(run) = commit.run.as_mut() {
+        for open in run
+            .audit
+            .iter_mut()
+            .filter(|o| o.grant.is_some() && o.decided_by.is_none())
+        {
+            open.decided_by = maker(&open.grant);
+        }
+    }
+    for a in commit
+        .audit
+        .iter_mut()
+        .filter(|a| a.grant_id.is_some() && a.decided_by.is_none())
+    {
+        a.decided_by = maker(&a.grant_id);
+    }
 }
 
 fn entries(m: &Message) -> &[ToolEntry] {
@@ -353,10 +461,33 @@ fn result_known(commit: &Commit, call_id: &str) -> bool {
 /// Only the server records an approving decision: every approving record of the journal
 /// after a write is one the stored journal has, for the same inputs, or is for a call whose
 /// result is recorded (a late result: the call ran, and runs no more).
-fn check_approvals(stored: Option<&RunJournal>, next: &RunJournal) -> Result<(), Refused> {
+fn check_approvals(
+    stored: Option<&RunJournal>,
+    next: &RunJournal,
+    new_tail: Option<&Message>,
+    granted: &Granted<'_>,
+) -> Result<(), Refused> {
     for d in next.decisions.iter().filter(|d| d.approved) {
         let known = stored.is_some_and(|s| s.decisions.iter().any(|k| k == d));
-        if !known && !next.has_result(&d.call_id) {
+        // A remembered grant approves a call when the tool call is written: the grant must
+        // cover the call, for this writer, now (docs/design.md, "Remembered grants").
+        let appended = stored.is_none_or(|s| !s.decisions.iter().any(|k| k.call_id == d.call_id));
+        let by_grant = appended
+            && d.grant.as_deref().is_some_and(|id| {
+                new_tail.map(entries).unwrap_or(&[]).iter().any(|e| {
+                    e.call_id == d.call_id
+                        && e.inputs == d.inputs
+                        && granted.covering(id, &e.name, &d.inputs).is_some()
+                })
+            });
+        if !known && !by_grant && d.grant.is_some() && !next.has_result(&d.call_id) {
+            return Err(illegal(format!(
+                "the commit records an approval of call {:?} by a grant that does not cover \
+                 it for this writer",
+                d.call_id
+            )));
+        }
+        if !known && !by_grant && !next.has_result(&d.call_id) {
             return Err(illegal(format!(
                 "the commit records an approval of call {:?}: decisions are sent as \
                  decisions, and the server applies them",
@@ -371,8 +502,9 @@ fn check_same_journal(
     stored: &RunJournal,
     next: &RunJournal,
     new_tail: Option<&Message>,
+    granted: &Granted<'_>,
 ) -> Result<(), Refused> {
-    check_approvals(Some(stored), next)?;
+    check_approvals(Some(stored), next, new_tail, granted)?;
     if let Some(g) = stored.gated.iter().find(|g| !next.is_gated(g)) {
         return Err(illegal(format!("the commit un-gates call {g:?}")));
     }
@@ -497,6 +629,7 @@ fn check_new_journal(
     next: &RunJournal,
     commit: &Commit,
     new_tail: Option<&Message>,
+    granted: &Granted<'_>,
 ) -> Result<(), Refused> {
     let Some(message) = new_tail.filter(|m| m.id == next.call_message_id) else {
         return Err(illegal(
@@ -504,9 +637,11 @@ fn check_new_journal(
         ));
     };
     let appended = commit.append.iter().any(|m| m.id == next.call_message_id);
-    check_approvals(None, next)?;
+    check_approvals(None, next, new_tail, granted)?;
     for e in entries(message).iter().filter(|_| appended) {
-        if e.approval_state() == Some(ApprovalState::Approved) {
+        // Approved as it is written only by a grant `check_approvals` accepted.
+        let granted = next.granted_by(&e.call_id).is_some();
+        if e.approval_state() == Some(ApprovalState::Approved) && !granted {
             return Err(illegal(format!(
                 "the commit appends call {:?} already approved",
                 e.call_id
@@ -529,6 +664,7 @@ fn check_started(
     next: &RunJournal,
     tail: Option<&Message>,
     keeps_lease: bool,
+    granted: &Granted<'_>,
 ) -> Result<(), Refused> {
     let Some(x) = &next.started else {
         return Ok(());
@@ -562,6 +698,14 @@ fn check_started(
             "the commit starts call {x:?}, which nobody approved for these inputs"
         )));
     }
+    if let Some(id) = next.granted_by(x) {
+        if granted.covering(id, &e.name, &e.inputs).is_none() {
+            return Err(Refused::GrantGone(format!(
+                "the grant {id:?} that approved call {x:?} no longer covers it (revoked or \
+                 expired): read the grants again, and the call asks a human"
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -590,7 +734,32 @@ fn check_audit(
         .chain(tail)
         .flat_map(|m| entries(m).iter().map(|e| e.call_id.as_str()))
         .collect();
+    // Which grant decided a call is the journal's decision, never a record's own say.
+    let granted_by = |call_id: &str| commit.run.as_ref().and_then(|r| r.granted_by(call_id));
+    for o in commit.run.iter().flat_map(|r| r.audit.iter()) {
+        let ok = match open.iter().find(|s| s.seq == o.seq) {
+            Some(s) => s.grant == o.grant,
+            None => o.grant.is_none() || o.grant.as_deref() == granted_by(&o.call_id),
+        };
+        if !ok {
+            return Err(illegal(format!(
+                "the commit names a grant on audit record {} that did not decide it",
+                o.seq
+            )));
+        }
+    }
     for a in &commit.audit {
+        let grant = open
+            .iter()
+            .chain(commit.run.iter().flat_map(|r| r.audit.iter()))
+            .find(|o| o.seq == a.seq)
+            .map_or(granted_by(&a.call_id), |o| o.grant.as_deref());
+        if a.grant_id.is_some() && a.grant_id.as_deref() != grant {
+            return Err(illegal(format!(
+                "the commit names a grant on audit record {} that did not decide it",
+                a.seq
+            )));
+        }
         let same = match open.iter().find(|o| o.seq == a.seq) {
             Some(o) => o.call_id == a.call_id && o.requested_at == a.requested_at,
             None => tail_calls.contains(&a.call_id.as_str()),

@@ -38,6 +38,7 @@ pub fn plan_commit(
     now_ms: f64,
     identity: &str,
     holder: bool,
+    grants: Option<String>,
 ) -> String {
     plan::plan_commit(
         thread_id,
@@ -48,6 +49,7 @@ pub fn plan_commit(
         now_ms,
         identity,
         holder,
+        grants.as_deref(),
     )
 }
 
@@ -110,4 +112,14 @@ pub fn missing_row(thread_id: &str, kind: &str, seq: f64) -> String {
 #[wasm_bindgen(js_name = planExtend)]
 pub fn plan_extend(thread_id: &str, record: &str, call_id: &str, delivered_ms: f64) -> String {
     plan::plan_extend(thread_id, record, call_id, delivered_ms)
+}
+
+#[wasm_bindgen(js_name = grantIntent)]
+pub fn grant_intent(body: &str) -> String {
+    plan::grant_intent(body)
+}
+
+#[wasm_bindgen(js_name = makeGrant)]
+pub fn make_grant(body: &str, id: &str, now_ms: f64, identity: &str) -> String {
+    plan::make_grant(body, id, now_ms, identity)
 }

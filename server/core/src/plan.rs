@@ -6,8 +6,10 @@
 //! Every answer is a JSON object: a refusal is `{"status": N, "error": WireError}`, anything
 //! else is what the function documents.
 
+use gatehouse_agent::engine::{Grant, GrantRequest};
 use gatehouse_agent::store::authority::{
-    DecideRequest, Refused, check_write, plan_decide as decide,
+    DecideRequest, Granted, Refused, check_granted_write, cited_grants, plan_decide as decide,
+    stamp_grants,
 };
 use gatehouse_agent::store::page::{Rows, window};
 use gatehouse_agent::store::wire::{
@@ -64,6 +66,7 @@ pub fn commit_action(body: &str) -> String {
             "commitId": r.commit_id,
             "owner": r.owner,
             "leaseToken": r.lease_token,
+            "grants": cited_grants(&r.commit),
         })
         .to_string(),
         Err(refused) => refused,
@@ -144,7 +147,24 @@ pub fn plan_commit(
     now_ms: f64,
     identity: &str,
     holder: bool,
+    grants: Option<&str>,
 ) -> String {
+    // The grants the commit cites, as the handler read them (unrevoked): a JSON array of
+    // their stored JSON texts.
+    let grants: Vec<Grant> = match grants.map(serde_json::from_str::<Vec<String>>) {
+        None => Vec::new(),
+        Some(Ok(texts)) => texts
+            .iter()
+            .filter_map(|t| serde_json::from_str(t).ok())
+            .collect(),
+        Some(Err(e)) => return invalid(format!("the grants are not a list of texts: {e}")),
+    };
+    let granted = Granted {
+        thread: thread_id,
+        identity,
+        grants: &grants,
+        now_ms,
+    };
     let mut request: CommitRequest = match read_request(body, "commit") {
         Ok(r) => r,
         Err(refused) => return refused,
@@ -171,6 +191,7 @@ pub fn plan_commit(
         });
     }
     stamp_identity(&current, &mut request.commit, identity);
+    stamp_grants(&mut request.commit, &granted);
     let writer = remote_writer(&request.owner, request.keep, now_ms);
     let stored = Stored {
         record: &current,
@@ -189,12 +210,12 @@ pub fn plan_commit(
     )
     .map_err(Refused::Store)
     .and_then(|p| {
-        check_write(
+        check_granted_write(
             &current,
             tail.as_ref(),
             &request.commit,
             request.keep,
-            now_ms,
+            &granted,
         )
         .map(|()| p)
     });
@@ -531,4 +552,42 @@ pub fn plan_extend(thread_id: &str, record: &str, call_id: &str, delivered_ms: f
         "record": serde_json::to_string(&current).unwrap_or_default(),
     })
     .to_string()
+}
+
+/// A grant request (`POST B/grants`, docs/design.md "Remembered grants") checked before
+/// `authorize`: `{"tool", "scope", "threadId"}` for it, or a refusal (`invalid_grant`, 400).
+pub fn grant_intent(body: &str) -> String {
+    match read_grant(body) {
+        Ok(r) => {
+            json!({ "tool": r.tool(), "scope": r.scope(), "threadId": r.thread_id() }).to_string()
+        }
+        Err(refused) => refused,
+    }
+}
+
+/// The grant a checked request makes, with the handler's id and clock, by `identity`:
+/// `{"grant": text, "expiresAt": ms | null}`, or a refusal.
+pub fn make_grant(body: &str, id: &str, now_ms: f64, identity: &str) -> String {
+    match read_grant(body) {
+        Ok(r) => {
+            let g = r.into_grant(
+                id.to_owned(),
+                now_ms.max(0.0) as u64,
+                Some(identity.to_owned()),
+            );
+            json!({
+                "grant": serde_json::to_string(&g).unwrap_or_default(),
+                "expiresAt": g.expires_at,
+            })
+            .to_string()
+        }
+        Err(refused) => refused,
+    }
+}
+
+fn read_grant(body: &str) -> Result<GrantRequest, String> {
+    let bad = |m: String| refusal(400, WireError::new("invalid_grant", m));
+    let value: Value =
+        serde_json::from_str(body).map_err(|e| bad(format!("invalid grant: {e}")))?;
+    GrantRequest::parse(&value).map_err(bad)
 }

@@ -164,6 +164,25 @@ impl Engine {
 
     /// One step of running the tail's calls in message order.
     pub(super) fn advance_run(&mut self) {
+        // A call a remembered grant approved runs only while the grant covers it: one revoked
+        // (or expired) before the call started asks a human.
+        let gone: Vec<String> = self
+            .tail_calls()
+            .iter()
+            .filter(|e| {
+                self.state.run.as_ref().is_some_and(|run| {
+                    !run.has_result(&e.call_id)
+                        && run.started.as_ref() != Some(&e.call_id)
+                        && self.grant_gone(run, e)
+                })
+            })
+            .map(|e| e.call_id.clone())
+            .collect();
+        if !gone.is_empty() {
+            let now = self.now;
+            self.regate(&gone, GRANT_GONE_REASON, now);
+            return;
+        }
         let (Some(tail), Some(run)) = (self.state.tail.as_ref(), self.state.run.as_mut()) else {
             // Nothing to run (defensive: Running is only entered with a journal).
             self.phase = Phase::NeedModel;

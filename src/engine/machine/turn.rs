@@ -227,23 +227,34 @@ impl Engine {
                 Gate::Run => {}
                 Gate::Approval(reason) => {
                     entry.approval = Some(Approval::pending(reason.or_else(fallback)));
-                    gated = true;
                 }
                 // Resolved by `policy_verdicts` before we get here; fail closed regardless.
                 Gate::AskPolicy => {
                     entry.approval = Some(Approval::pending(fallback()));
-                    gated = true;
                 }
             }
             if entry.approval.is_some() {
                 run.gate(&entry.call_id);
-                run.set_deadline(&entry.call_id, self.deadline(&entry.name, now_ms));
                 self.state.audit_count += 1;
-                run.audit.push(OpenAudit::new(
-                    self.state.audit_count,
-                    &entry.call_id,
-                    now_ms,
-                ));
+                let mut audit = OpenAudit::new(self.state.audit_count, &entry.call_id, now_ms);
+                // A remembered grant decides it at once, as its maker: it runs with the rest
+                // (docs/design.md, "Remembered grants").
+                if let Some(g) = self.grant_for(&entry.name, &entry.inputs, now_ms) {
+                    if let Some(a) = entry.approval.as_mut() {
+                        a.state = ApprovalState::Approved;
+                    }
+                    run.decide(&entry.call_id, true, &entry.inputs);
+                    if let Some(d) = run.decisions.last_mut() {
+                        d.grant = Some(g.id.clone());
+                    }
+                    audit.decided_at = Some(now_ms);
+                    audit.decided_by = g.created_by.clone();
+                    audit.grant = Some(g.id.clone());
+                } else {
+                    gated = true;
+                    run.set_deadline(&entry.call_id, self.deadline(&entry.name, now_ms));
+                }
+                run.audit.push(audit);
             }
         }
         let mut msg = Message::tool_call(id, &text, entries);
