@@ -254,6 +254,9 @@ export class Agent {
   messages(...a) { return this.#run("messages", a); }
   audit(...a) { return this.#run("audit", a); }
   setToolPolicy(...a) { return this.#run("setToolPolicy", a); }
+  grant(...a) { return this.#run("grant", a); }
+  grants(...a) { return this.#run("grants", a); }
+  revokeGrant(...a) { return this.#run("revokeGrant", a); }
   refresh(...a) { return this.#run("refresh", a); }
   pendingTools() { return guard(() => this.#live("pendingTools").pendingTools()); }
   pendingToolResults() { return guard(() => this.#live("pendingToolResults").pendingToolResults()); }

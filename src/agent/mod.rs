@@ -297,6 +297,26 @@ impl Agent {
         Ok(())
     }
 
+    /// Makes a remembered grant (docs/design.md, "Remembered grants") from `request`, the
+    /// JSON `{ tool, scope, match?, expiresIn? }`, by `by` on a local store.
+    pub async fn grant(
+        &self,
+        request: serde_json::Value,
+        by: Option<String>,
+    ) -> Result<crate::engine::Grant, AgentError> {
+        driver::grants::make(&self.s, request, by).await
+    }
+
+    /// The remembered grants in force for this thread.
+    pub async fn grants(&self) -> Result<Vec<crate::engine::Grant>, AgentError> {
+        driver::grants::list(&self.s).await
+    }
+
+    /// Revokes a remembered grant: calls it approved that have not started ask a human.
+    pub async fn revoke_grant(&self, id: &str) -> Result<(), AgentError> {
+        driver::grants::revoke(&self.s, id).await
+    }
+
     /// The effective policy of every tool in this thread, in the tools' order.
     pub fn tool_policies(&self) -> Vec<(String, EffectivePolicy)> {
         let g = self.s.borrow();

@@ -74,6 +74,10 @@ pub(crate) async fn run_input(
         admit_by_read(s, &store, &thread, &me, attempt).await?;
     }
     s.borrow_mut().others = None;
+    // A call a remembered grant approved runs only if the grant is still in force.
+    if grants::pending_granted(s) {
+        grants::refresh(s).await;
+    }
     if let Err(e) = apply(s, input, opts) {
         if deferred {
             // A stale view's refusal is `conflict`, not whatever its old state said.

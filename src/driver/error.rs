@@ -25,6 +25,40 @@ pub enum AgentError {
     /// A model that runs in the page could not get or open its file (docs/design.md, "A model
     /// in the page"); the message says which file and why.
     ModelFile(ModelFileError, String),
+    /// A remembered grant refused (docs/design.md, "Remembered grants").
+    Grant(GrantError, String),
+}
+
+/// Why a remembered grant was refused, each with its own stable code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantError {
+    /// Malformed, or for a tool that cannot be approved.
+    Invalid,
+    /// A revoke of a grant not in force.
+    Unknown,
+    /// Over the store's cap.
+    TooMany,
+    /// The store handler refused to start a call whose grant was revoked meanwhile:
+    /// `retry()` asks a human for it.
+    Revoked,
+}
+
+impl GrantError {
+    const ALL: [GrantError; 4] = [
+        GrantError::Invalid,
+        GrantError::Unknown,
+        GrantError::TooMany,
+        GrantError::Revoked,
+    ];
+
+    pub fn code(self) -> &'static str {
+        match self {
+            GrantError::Invalid => "invalid_grant",
+            GrantError::Unknown => "unknown_grant",
+            GrantError::TooMany => "too_many_grants",
+            GrantError::Revoked => "grant_revoked",
+        }
+    }
 }
 
 /// Why a model file failed, each with its own stable code. A custom model (the `local`
@@ -82,6 +116,7 @@ impl AgentError {
             AgentError::InvalidConfig(_) => "invalid_config",
             AgentError::ContextOverflow(_) => "context_overflow",
             AgentError::ModelFile(e, _) => e.code(),
+            AgentError::Grant(e, _) => e.code(),
         }
     }
 
@@ -94,6 +129,7 @@ impl AgentError {
             AgentError::Aborted => true,
             AgentError::InvalidConfig(_) | AgentError::ContextOverflow(_) => false,
             AgentError::ModelFile(e, _) => *e == ModelFileError::Download,
+            AgentError::Grant(e, _) => *e == GrantError::Revoked,
         }
     }
 
@@ -150,7 +186,7 @@ impl fmt::Display for AgentError {
             AgentError::Aborted => f.write_str("the operation was aborted"),
             AgentError::InvalidConfig(m) => write!(f, "invalid configuration: {m}"),
             AgentError::ContextOverflow(m) => write!(f, "context window exceeded: {m}"),
-            AgentError::ModelFile(_, m) => f.write_str(m),
+            AgentError::ModelFile(_, m) | AgentError::Grant(_, m) => f.write_str(m),
         }
     }
 }
@@ -174,6 +210,16 @@ impl From<EngineError> for AgentError {
 
 impl From<StoreError> for AgentError {
     fn from(e: StoreError) -> Self {
+        // The store handler's grant refusals keep their codes (`WireError::into_store_error`
+        // passes them on as `code: message`).
+        if let StoreError::Other(m) = &e {
+            for kind in GrantError::ALL {
+                let code = kind.code();
+                if let Some(rest) = m.strip_prefix(code).and_then(|r| r.strip_prefix(": ")) {
+                    return AgentError::Grant(kind, rest.to_owned());
+                }
+            }
+        }
         AgentError::Store(e)
     }
 }

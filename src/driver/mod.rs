@@ -22,6 +22,7 @@ pub(crate) use crate::net::{abort, fetch};
 
 mod admission;
 mod decide;
+pub mod grants;
 mod session;
 mod shared;
 mod step;

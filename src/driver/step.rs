@@ -87,7 +87,13 @@ pub(super) async fn drive(
                 }
                 s.borrow_mut().history = Some(history);
                 match out {
-                    Ok(out) => s.borrow_mut().engine.model_output(out, now() as u64)?,
+                    Ok(out) => {
+                        // The grants in force now gate the model's calls.
+                        if !out.tool_calls.is_empty() {
+                            boxed(grants::refresh(s)).await;
+                        }
+                        s.borrow_mut().engine.model_output(out, now() as u64)?
+                    }
                     Err(e) => {
                         s.borrow_mut().engine.model_failed();
                         return Err(e);

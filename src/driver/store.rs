@@ -1,7 +1,7 @@
 //! The store an agent writes to: IndexedDB in browsers, memory elsewhere (or on request).
 
 use super::error::AgentError;
-use crate::engine::Commit;
+use crate::engine::{Commit, Grant, GrantScope};
 use crate::store::indexeddb::IndexedDbStore;
 use crate::store::page::Rows;
 use crate::store::{
@@ -174,6 +174,43 @@ impl Store {
             }
             Store::IndexedDb(s) => s.delete(thread).await,
             Store::Remote(s) => s.delete(thread).await,
+        }
+    }
+
+    /// The remembered grants in force for `thread` (docs/design.md, "Remembered grants"): a
+    /// local database's user and app grants and the thread's own; a remote thread's as its
+    /// handler lists them for this identity.
+    pub async fn grants(&self, thread: &str) -> Result<Vec<Grant>, StoreError> {
+        let all = match self {
+            Store::Memory(s) => s.grants(),
+            Store::IndexedDb(s) => s.grants().await?,
+            Store::Remote(s) => return s.grants(thread).await,
+        };
+        Ok(all
+            .into_iter()
+            .filter(|g| g.scope != GrantScope::Thread || g.thread_id.as_deref() == Some(thread))
+            .collect())
+    }
+
+    /// Keeps `grant` (made here: a local store), or asks the handler to make it from
+    /// `request` (a remote store: its id, time and maker are the handler's).
+    pub async fn put_grant(&self, grant: Grant, request: &str) -> Result<Grant, StoreError> {
+        match self {
+            Store::Memory(s) => {
+                s.put_grant(grant.clone());
+                Ok(grant)
+            }
+            Store::IndexedDb(s) => s.put_grant(&grant).await.map(|()| grant),
+            Store::Remote(s) => s.put_grant(request).await,
+        }
+    }
+
+    /// Revokes the grant `id`; false when none is in force.
+    pub async fn revoke_grant(&self, id: &str) -> Result<bool, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.revoke_grant(id)),
+            Store::IndexedDb(s) => s.revoke_grant(id).await,
+            Store::Remote(s) => s.revoke_grant(id).await,
         }
     }
 }

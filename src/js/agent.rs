@@ -5,7 +5,7 @@
 
 use crate::agent::{self, Input, Page};
 use crate::convert::{json_value, parse_json, to_js};
-use crate::driver::error::AgentError;
+use crate::driver::error::{AgentError, GrantError};
 use crate::engine::{Decisions, EngineError, PolicyChange, ToolResults};
 use crate::js::error::{invalid_config, to_js_error};
 use crate::js::functions::listener;
@@ -262,6 +262,54 @@ impl Agent {
         })
     }
 
+    /// Remembers "always allow" for a tool: `{ tool, scope: "thread" | "user" | "app", match?,
+    /// expiresIn? }`; `{ by }` names who made it on a local store (docs/design.md,
+    /// "Remembered grants").
+    #[wasm_bindgen(unchecked_return_type = "Promise<Grant>")]
+    pub fn grant(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "GrantRequest")] request: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ by?: string }")] options: JsValue,
+    ) -> Promise {
+        let a = self.a.clone();
+        promise(async move {
+            let request = json_value(&request).map_err(|e| {
+                err(AgentError::Grant(
+                    GrantError::Invalid,
+                    format!("invalid grant: {e}"),
+                ))
+            })?;
+            let p: options::GrantParams = strict_or_default(options).map_err(|e| {
+                err(AgentError::Grant(
+                    GrantError::Invalid,
+                    format!("grant(options): {e}"),
+                ))
+            })?;
+            let by = p.by;
+            let grant = a.grant(request, by).await.map_err(err)?;
+            grants_to_js(std::slice::from_ref(&grant))
+                .map(|v| js_sys::Reflect::get(&v, &0.into()).unwrap_or_default())
+        })
+    }
+
+    /// The remembered grants in force for this thread (the database's or the identity's user
+    /// and app grants, and the thread's own).
+    #[wasm_bindgen(unchecked_return_type = "Promise<Grant[]>")]
+    pub fn grants(&self) -> Promise {
+        let a = self.a.clone();
+        promise(async move { grants_to_js(&a.grants().await.map_err(err)?) })
+    }
+
+    /// Revokes a remembered grant; calls it approved that have not started ask a human.
+    #[wasm_bindgen(js_name = revokeGrant, unchecked_return_type = "Promise<void>")]
+    pub fn revoke_grant(&self, id: String) -> Promise {
+        let a = self.a.clone();
+        promise(async move {
+            a.revoke_grant(&id).await.map_err(err)?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
     /// The effective policy of every tool in this thread: `{ [name]: { enabled, autoApprove } }`.
     #[wasm_bindgen(js_name = toolPolicies, unchecked_return_type = "Record<string, ToolPolicy>")]
     pub fn tool_policies(&self) -> JsValue {
@@ -358,6 +406,20 @@ impl Agent {
             Ok(to_js(&state))
         })
     }
+}
+
+/// Grants cross as JSON text, parsed by JS: the one serializer they have is serde_json's
+/// (the store's), not a second one for JS values.
+fn grants_to_js(grants: &[crate::engine::Grant]) -> Result<JsValue, JsValue> {
+    serde_json::to_string(grants)
+        .ok()
+        .and_then(|t| parse_json(&t))
+        .ok_or_else(|| {
+            err(AgentError::Grant(
+                GrantError::Invalid,
+                "a grant could not be read".into(),
+            ))
+        })
 }
 
 /// Decisions are JSON, checked here (`invalid_decision` otherwise).

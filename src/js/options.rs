@@ -515,6 +515,13 @@ pub fn run_options(v: JsValue) -> Result<RunOptions, AgentError> {
     })
 }
 
+/// `grant(request, { by })`.
+#[derive(Deserialize, Default)]
+#[serde(expecting = "an object { by }")]
+pub struct GrantParams {
+    pub by: Option<String>,
+}
+
 /// `handle(body)`.
 #[derive(Deserialize)]
 #[serde(

@@ -348,8 +348,11 @@ export interface AuditRecord {
   decision: "approved" | "edited" | "rejected" | "expired" | null;
   rejectReason: string | null;
   decidedAt: number | null;
-  /** The `by` passed with the decisions. */
+  /** The `by` passed with the decisions; for a call a remembered grant approved, the grant's
+   *  maker. */
   decidedBy: string | null;
+  /** Only on a call a remembered grant approved (instead of a human): the grant's id. */
+  grantId?: string;
   /** The inputs it ran with; `null` if it did not run. */
   inputs: Record<string, unknown> | null;
   startedAt: number | null;
@@ -359,6 +362,32 @@ export interface AuditRecord {
 }
 export interface MessagesOptions { limit?: number; beforeIndex?: number; }
 export interface ToolPolicy { enabled: boolean; autoApprove: boolean; }
+/** Where a remembered grant applies: this thread, every thread of the user (a local store:
+ *  of this database), or every thread of the app, whoever runs it. */
+export type GrantScope = "thread" | "user" | "app";
+/** `agent.grant(request)`: "always allow" `tool`, optionally only for inputs that `match`
+ *  (each key an input's name; a string is a glob for a string input, `*` within one `/`
+ *  segment, `**` across; any other value must be equal; a value with a `..` segment never
+ *  matches a wildcard), and only for `expiresIn` ms. */
+export interface GrantRequest {
+  tool: string;
+  scope: GrantScope;
+  match?: Record<string, unknown>;
+  expiresIn?: number;
+}
+/** A remembered grant in force (`agent.grants()`). */
+export interface Grant {
+  id: string;
+  tool: string;
+  scope: GrantScope;
+  /** Only on a `thread` grant. */
+  threadId?: string;
+  match?: Record<string, unknown>;
+  createdAt: number;
+  /** A remote store's: the identity its handler authorized; a local store's: `grant`'s `by`. */
+  createdBy: string | null;
+  expiresAt: number | null;
+}
 export interface ToolPolicyUpdate { enabled?: boolean | null; autoApprove?: boolean | null; }
 export interface ThreadSummary {
   threadId: string; title: string | null; messageCount: number; createdAt: number;
@@ -389,7 +418,8 @@ export type GatehouseErrorCode =
   | "aborted" | "nothing_to_retry" | "unknown_tool" | "internal" | "context_overflow"
   | "unauthorized" | "disposed" | "not_initialized"
   | "model_not_gguf" | "model_checksum" | "model_download" | "quota_exceeded" | "out_of_memory"
-  | "webgpu_unavailable";
+  | "webgpu_unavailable"
+  | "invalid_grant" | "unknown_grant" | "too_many_grants" | "grant_revoked";
 
 /** Added to the class by the package entry (gatehouse.js). */
 export interface Agent {

@@ -10,6 +10,8 @@
 //!   the message JSON kept as text (exact key order, one `JSON.parse` to read).
 //! - `audit` (database version 2), keyPath `["thread", "seq"]`: the thread's audit records in
 //!   the same row shape, numbered 1..=`auditCount`.
+//! - `grants` (database version 3), keyPath `id`: the database's remembered grants
+//!   (`grants.rs`).
 //!
 //! Every method is one transaction. `load` reads the record and the row at
 //! `[thread, messageCount]` (two gets, whatever the thread's length); `commit` reads, plans
@@ -25,6 +27,7 @@
 //! [`MemoryStore`]: super::MemoryStore
 
 mod connection;
+mod grants;
 mod values;
 
 use super::ownership::{Writer, plan_release, plan_renew};
@@ -43,10 +46,11 @@ use wasm_bindgen::JsValue;
 
 /// The IndexedDB version of the schema above. A later version adds its upgrade step in
 /// `connection::connect`.
-pub const DB_VERSION: u32 = 2;
+pub const DB_VERSION: u32 = 3;
 const THREADS: &str = "threads";
 const MESSAGES: &str = "messages";
 const AUDIT: &str = "audit";
+const GRANTS: &str = "grants";
 const BOTH: &[&str] = &[THREADS, MESSAGES];
 const ALL: &[&str] = &[THREADS, MESSAGES, AUDIT];
 const RECORDS: &[&str] = &[THREADS];
@@ -418,8 +422,13 @@ impl IndexedDbStore {
     /// transaction.
     pub async fn delete(&self, thread_id: &str) -> Result<(), StoreError> {
         let db = self.db().await?;
-        let tx = begin(&db, ALL, TransactionMode::Readwrite)?;
+        let tx = begin(
+            &db,
+            &[THREADS, MESSAGES, AUDIT, GRANTS],
+            TransactionMode::Readwrite,
+        )?;
         delete(&tx, THREADS, KeyRange::Only(JsValue::from_str(thread_id)))?;
+        grants::drop_thread_grants(&tx, thread_id).await?;
         for store in [MESSAGES, AUDIT] {
             let rows = KeyRange::Bound(
                 row_key(thread_id, f64::NEG_INFINITY),

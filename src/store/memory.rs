@@ -5,7 +5,7 @@
 use super::ownership::{Writer, plan_release, plan_renew};
 use super::page::{Rows, window};
 use super::record::{MessageRow, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
-use crate::engine::Commit;
+use crate::engine::{Commit, Grant};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -22,8 +22,11 @@ struct Thread {
 /// KB of wasm.
 type Db = Rc<RefCell<Vec<(String, Thread)>>>;
 
+/// A database's remembered grants (docs/design.md, "Remembered grants").
+type Grants = Rc<RefCell<Vec<Grant>>>;
+
 thread_local! {
-    static DATABASES: RefCell<Vec<(String, Db)>> = const { RefCell::new(Vec::new()) };
+    static DATABASES: RefCell<Vec<(String, Db, Grants)>> = const { RefCell::new(Vec::new()) };
 }
 
 fn find(db: &[(String, Thread)], thread_id: &str) -> Result<usize, usize> {
@@ -33,25 +36,27 @@ fn find(db: &[(String, Thread)], thread_id: &str) -> Result<usize, usize> {
 #[derive(Debug, Clone)]
 pub struct MemoryStore {
     db: Db,
+    grants: Grants,
     name: String,
 }
 
 impl MemoryStore {
     /// The store named `database` in this realm, created on first use.
     pub fn open(database: &str) -> Self {
-        let db = DATABASES.with(|d| {
+        let (db, grants) = DATABASES.with(|d| {
             let mut d = d.borrow_mut();
-            match d.iter().find(|(name, _)| name == database) {
-                Some((_, db)) => db.clone(),
+            match d.iter().find(|(name, ..)| name == database) {
+                Some((_, db, grants)) => (db.clone(), grants.clone()),
                 None => {
-                    let db = Db::default();
-                    d.push((database.to_owned(), db.clone()));
-                    db
+                    let (db, grants) = (Db::default(), Grants::default());
+                    d.push((database.to_owned(), db.clone(), grants.clone()));
+                    (db, grants)
                 }
             }
         });
         MemoryStore {
             db,
+            grants,
             name: database.to_owned(),
         }
     }
@@ -62,7 +67,7 @@ impl MemoryStore {
 
     /// Forgets a database (tests).
     pub fn drop_database(database: &str) {
-        DATABASES.with(|d| d.borrow_mut().retain(|(name, _)| name != database));
+        DATABASES.with(|d| d.borrow_mut().retain(|(name, ..)| name != database));
     }
 
     /// The thread's record alone (a thread never written is version 0).
@@ -244,6 +249,26 @@ impl MemoryStore {
         if let Ok(i) = find(&db, thread_id) {
             db.remove(i);
         }
+        self.grants
+            .borrow_mut()
+            .retain(|g| g.thread_id.as_deref() != Some(thread_id));
+    }
+
+    /// Every grant of this database, oldest first.
+    pub fn grants(&self) -> Vec<Grant> {
+        self.grants.borrow().clone()
+    }
+
+    pub fn put_grant(&self, grant: Grant) {
+        self.grants.borrow_mut().push(grant);
+    }
+
+    /// Deletes the grant `id`; false when there is none.
+    pub fn revoke_grant(&self, id: &str) -> bool {
+        let mut grants = self.grants.borrow_mut();
+        let before = grants.len();
+        grants.retain(|g| g.id != id);
+        grants.len() < before
     }
 }
 

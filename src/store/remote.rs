@@ -15,11 +15,11 @@ use super::wire::{
     Leased, Loaded, MAX_PAGE, RowsPage, ThreadList,
 };
 use super::{IndexedDbStore, MessageRow, Queued, Snapshot, StoreError, ThreadRecord, Writer};
-use crate::engine::Commit;
+use crate::engine::{Commit, Grant};
 use crate::net::fetch::{self, AbortLink, FetchError};
 use gloo_net::http::Method;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -471,6 +471,45 @@ impl RemoteStore {
             let _ = copy.delete(thread).await;
         }
         Ok(())
+    }
+}
+
+impl RemoteStore {
+    /// `GET B/threads/{id}/grants`: the grants in force for this identity on the thread.
+    pub async fn grants(&self, thread: &str) -> Result<Vec<Grant>, StoreError> {
+        #[derive(Deserialize)]
+        struct Listed {
+            grants: Vec<Grant>,
+        }
+        let l: Listed = self
+            .call(Method::GET, &self.thread_url(thread, "/grants"), None)
+            .await?;
+        Ok(l.grants)
+    }
+
+    /// `POST B/grants`: the handler makes the grant `request` asks for.
+    pub async fn put_grant(&self, request: &str) -> Result<Grant, StoreError> {
+        #[derive(Deserialize)]
+        struct Made {
+            grant: Grant,
+        }
+        let url = format!("{}/grants", self.base);
+        let m: Made = self.call(Method::POST, &url, Some(request)).await?;
+        Ok(m.grant)
+    }
+
+    /// `DELETE B/grants/{id}`; false when the handler has none in force by that id.
+    pub async fn revoke_grant(&self, id: &str) -> Result<bool, StoreError> {
+        let url = format!(
+            "{}/grants/{}",
+            self.base,
+            String::from(js_sys::encode_uri_component(id))
+        );
+        match self.send(Method::DELETE, &url, None).await {
+            Ok(_) => Ok(true),
+            Err(StoreError::Other(m)) if m.starts_with("unknown_grant:") => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 }
 

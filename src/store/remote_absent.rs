@@ -8,7 +8,7 @@
 use super::page::Rows;
 use super::wire::ApprovalProgress;
 use super::{MessageRow, Queued, Snapshot, StoreError, ThreadRecord, Writer};
-use crate::engine::Commit;
+use crate::engine::{Commit, Grant};
 use crate::net::fetch::{AbortLink, BodyReader};
 use serde_json::Value;
 
@@ -92,6 +92,15 @@ impl RemoteStore {
         match *self {}
     }
     pub async fn changes(&self, _: &AbortLink) -> Result<Option<BodyReader>, StoreError> {
+        match *self {}
+    }
+    pub async fn grants(&self, _: &str) -> Result<Vec<Grant>, StoreError> {
+        match *self {}
+    }
+    pub async fn put_grant(&self, _: &str) -> Result<Grant, StoreError> {
+        match *self {}
+    }
+    pub async fn revoke_grant(&self, _: &str) -> Result<bool, StoreError> {
         match *self {}
     }
 }

@@ -64,7 +64,7 @@ test('a database that is not Gatehouse\'s (other stores, newer version) is a sto
       req.onerror = () => reject(req.error);
     });
     await make(`${db}-foreign`, 1, ['something_else']);
-    await make(`${db}-newer`, 3, ['threads', 'messages']);
+    await make(`${db}-newer`, 4, ['threads', 'messages']);
     return {
       foreign: await gh.error(() => gh.Agent.open({ threadId: 't', storage: { database: `${db}-foreign` } })),
       newer: await gh.error(() => gh.Agent.open({ threadId: 't', storage: { database: `${db}-newer` } })),

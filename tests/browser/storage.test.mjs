@@ -258,7 +258,7 @@ test('listThreads, deleteThread and paging with messages({ limit, beforeIndex })
   assert.deepEqual(r.reopened, { count: 0, status: 'idle', last: null });
 });
 
-test('stored schema: database version 2, stores and key paths, rows { thread, seq, json }, camelCase record', T, async (t) => {
+test('stored schema: database version 3, stores and key paths, rows { thread, seq, json }, camelCase record', T, async (t) => {
   const { page } = await h.open(t);
   const sc = await h.scenario([{ text: 'stored' }]);
   const r = await run(page, async ({ model, db }) => {
@@ -267,8 +267,10 @@ test('stored schema: database version 2, stores and key paths, rows { thread, se
     return { dump: await window.gh.dumpDb(db), messages: await agent.messages() };
   }, { model: sc.openai(), db: uid('db') });
   const { dump } = r;
-  assert.equal(dump.version, 2);
-  assert.deepEqual(Object.keys(dump.stores).sort(), ['audit', 'messages', 'threads']);
+  assert.equal(dump.version, 3);
+  assert.deepEqual(Object.keys(dump.stores).sort(), ['audit', 'grants', 'messages', 'threads']);
+  assert.equal(dump.stores.grants.keyPath, 'id');
+  assert.deepEqual(dump.stores.grants.rows, [], 'a database without grants has none');
   assert.equal(dump.stores.threads.keyPath, 'id');
   assert.deepEqual(dump.stores.audit.keyPath, ['thread', 'seq']);
   assert.deepEqual(dump.stores.audit.rows, [], 'a thread without gated calls has no trail');

@@ -25,7 +25,7 @@ export const SITES = [
 export const METHODS = [
   'subscribe', 'unsubscribe', 'status', 'lastMessage', 'pendingTools', 'pendingToolResults',
   'toolPolicies', 'messages', 'audit', 'chat', 'submitDecisions', 'submitToolResults', 'retry',
-  'handle', 'setToolPolicy', 'refresh', 'dispose', 'Agent.open', 'Agent.listThreads',
+  'handle', 'setToolPolicy', 'grant', 'grants', 'revokeGrant', 'refresh', 'dispose', 'Agent.open', 'Agent.listThreads',
   'Agent.deleteThread', 'Agent.subscribeThreads',
 ];
 

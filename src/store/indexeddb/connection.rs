@@ -3,7 +3,7 @@
 //! version change, and closing on `versionchange` so this connection never blocks one.
 
 use super::values::open_error;
-use super::{AUDIT, DB_VERSION, MESSAGES, THREADS};
+use super::{AUDIT, DB_VERSION, GRANTS, MESSAGES, THREADS};
 use crate::store::record::StoreError;
 use indexed_db_futures::KeyPath;
 use indexed_db_futures::database::Database;
@@ -79,13 +79,18 @@ pub(super) async fn connect(name: &str) -> Result<Connection, StoreError> {
                     .with_key_path(KeyPath::from(["thread", "seq"]))
                     .build()?;
             }
+            if event.old_version() < 3.0 {
+                db.create_object_store(GRANTS)
+                    .with_key_path(KeyPath::One("id"))
+                    .build()?;
+            }
             Ok(())
         })
         .build()
         .map_err(open_error)?;
     let db = within_open_timeout(name, request).await?;
     let names = db.as_sys().object_store_names();
-    if let Some(missing) = [THREADS, MESSAGES, AUDIT]
+    if let Some(missing) = [THREADS, MESSAGES, AUDIT, GRANTS]
         .into_iter()
         .find(|s| !names.contains(s))
     {
