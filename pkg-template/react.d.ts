@@ -109,6 +109,9 @@ interface ChatProps {
   /** With it, a key the server refused shows "Open settings". */
   onOpenSettings?: () => void;
   approvalRenderers?: ApprovalRenderers;
+  /** More "Always allow" buttons on the cards: "for me" (`"user"`), "for everyone" (`"app"`),
+   *  each a remembered grant of that scope (README "Remembered grants"). Default none. */
+  grantScopes?: readonly ("user" | "app")[];
   className?: string;
   style?: CSSProperties;
 }
@@ -130,6 +133,9 @@ export declare function ApprovalCards(props: {
   approvalRenderers?: ApprovalRenderers;
   /** "Always allow in this conversation" on the cards (default true). */
   alwaysAllow?: boolean;
+  /** With `alwaysAllow`, "Always allow for me" (`"user"`) and "for everyone" (`"app"`):
+   *  remembered grants of that scope (README "Remembered grants"). Default none. */
+  grantScopes?: readonly ("user" | "app")[];
   /** "Approve all" / "Deny all" when several calls wait (default true). */
   bulk?: boolean;
   className?: string;

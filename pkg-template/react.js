@@ -206,6 +206,7 @@ class Session {
     try {
       const options = { signal: abort.signal, onEvent: events };
       if (method === "setToolPolicy") return (await agent.setToolPolicy(args[0], args[1]), true);
+      if (method === "grant") return await agent.grant(args[0]);
       return await agent[method](...args, options);
     } catch (e) {
       const error = gatehouseError(e);
@@ -251,6 +252,9 @@ class Session {
       submitDecisions: (d, o) => run("submitDecisions", [d], o, Object.keys(d ?? {})),
       submitToolResults: (r, o) => run("submitToolResults", [r], o, Object.keys(r ?? {})),
       setToolPolicy: (name, policy) => run("setToolPolicy", [name, policy], {}),
+      grant: (request) => run("grant", [request], {}),
+      grants: () => a.grants(),
+      revokeGrant: (id) => a.revokeGrant(id),
     };
     this.facade = { agent: a, view };
     return view;
@@ -436,9 +440,9 @@ function errorsOf(chat) {
 /** The kit's ChatView over `agent`, in a div React owns. */
 /** @param {{ agent: any, errors?: any, tools?: any[], labels?: Record<string, string>,
  *   suggestions?: string[], intro?: string, onChange?: Function, onBusy?: Function,
- *   onOpenSettings?: Function, approvalRenderers?: object, className?: string,
- *   style?: object }} props */
-function KitChat({ agent, errors, tools, labels, suggestions, intro, onChange, onBusy, onOpenSettings, approvalRenderers, className, style }) {
+ *   onOpenSettings?: Function, approvalRenderers?: object, grantScopes?: ("user" | "app")[],
+ *   className?: string, style?: object }} props */
+function KitChat({ agent, errors, tools, labels, suggestions, intro, onChange, onBusy, onOpenSettings, approvalRenderers, grantScopes, className, style }) {
   const root = useRef(null);
   const [view, setView] = useState(null);
   const props = useLatest({ onChange, onBusy, onOpenSettings });
@@ -452,6 +456,7 @@ function KitChat({ agent, errors, tools, labels, suggestions, intro, onChange, o
       suggestions: suggestions ?? [],
       intro: intro ?? "",
       renderers: cards.renderers,
+      grantScopes: grantScopes ?? [],
       onChange: () => props.current.onChange?.(),
       onBusy: (busy) => props.current.onBusy?.(busy),
       onOpenSettings: onOpenSettings ? () => props.current.onOpenSettings?.() : undefined,
@@ -508,7 +513,7 @@ function useMemoOn(make, deps) {
 
 /** The approval cards of the thread `chat` (useAgent's result) shows: one per gated call of
  *  the suspended tail; decisions go through the hook, and its errors show on their cards. */
-export function ApprovalCards({ chat, tools, labels, approvalRenderers, alwaysAllow = true, bulk = true, className, style }) {
+export function ApprovalCards({ chat, tools, labels, approvalRenderers, alwaysAllow = true, grantScopes = [], bulk = true, className, style }) {
   const root = useRef(null);
   const [kit, setKit] = useState(null);
   const latest = useLatest(chat);
@@ -526,10 +531,15 @@ export function ApprovalCards({ chat, tools, labels, approvalRenderers, alwaysAl
       renderers: cards.renderers,
       onDecide: (callId, decision) => decide({ [callId]: decision }),
       onDecideAll: bulk ? decide : undefined,
+      grantScopes,
       onAlwaysAllow: alwaysAllow
-        ? async (entry) => {
+        ? async (entry, scope) => {
           const s = session();
-          await s.run("setToolPolicy", [entry.name, { autoApprove: true }], { reject: true, callIds: [entry.callId] });
+          if (scope === "thread") {
+            await s.run("setToolPolicy", [entry.name, { autoApprove: true }], { reject: true, callIds: [entry.callId] });
+          } else {
+            await s.run("grant", [{ tool: entry.name, scope }], { reject: true, callIds: [entry.callId] });
+          }
           await decide({ [entry.callId]: "approve" });
         }
         : undefined,

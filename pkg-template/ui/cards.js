@@ -17,7 +17,9 @@
 // - with `onDecideAll`, "Approve all" and "Deny all" when several calls wait (each only for
 //   the calls whose tool allows it); with `onAlwaysAllow`, "Always allow in this
 //   conversation" on a card (the app sets this thread's `autoApprove` for the tool, which its
-//   tools panel can revoke, and approves the call);
+//   tools panel can revoke, and approves the call); with `grantScopes` too, "Always allow for
+//   me" (`user`) and "Always allow for everyone" (`app`): a remembered grant of that scope
+//   (README "Remembered grants"), then the call is approved;
 // - a tool with a renderer (`renderers[name]`) gets a card whose body the app draws; the
 //   card keeps its frame, its state and its error line, and the app's decide() goes through
 //   the same path as the default card's buttons;
@@ -90,6 +92,7 @@ export function hintText(m) {
 
 const STATE_TEXT = { pending: 'Waiting for you', approved: 'Approved', rejected: 'Denied', expired: 'Expired, not run' };
 const ALL_DECISIONS = ['approve', 'reject', 'edit'];
+const GRANT_TEXT = { user: 'Always allow for me', app: 'Always allow for everyone' };
 
 /** Never lets Enter press `button` (Space and clicks still do). */
 function ignoreEnter(button) {
@@ -125,8 +128,9 @@ export function progressText(p) {
 }
 
 export class ApprovalCards {
-  constructor({ onDecide, onDecideAll, onAlwaysAllow, labels = {}, tools = [], renderers = {} }) {
+  constructor({ onDecide, onDecideAll, onAlwaysAllow, grantScopes = [], labels = {}, tools = [], renderers = {} }) {
     this.onDecide = onDecide;
+    this.grantScopes = grantScopes.filter((s) => s in GRANT_TEXT);
     this.renderers = renderers; // tool name -> (entry, { el, decide, busy }) => void
     this.errors = {}; // callId -> an error made elsewhere (setErrors)
     this.onDecideAll = onDecideAll;
@@ -311,7 +315,15 @@ export class ApprovalCards {
     parts.always = h('button', { type: 'button', class: 'gh-btn gh-ghost gh-always', dataset: { action: 'always' } },
       'Always allow in this conversation');
     ignoreEnter(parts.always);
-    parts.always.addEventListener('click', () => this.#alwaysAllow(card));
+    parts.always.addEventListener('click', () => this.#alwaysAllow(card, 'thread'));
+    // A remembered grant beyond this thread, per scope the app offers.
+    parts.grants = this.grantScopes.map((scope) => {
+      const b = h('button', { type: 'button', class: 'gh-btn gh-ghost gh-grant', dataset: { action: 'grant', scope } },
+        GRANT_TEXT[scope]);
+      ignoreEnter(b);
+      b.addEventListener('click', () => this.#alwaysAllow(card, scope));
+      return b;
+    });
     // Enter never approves: only a click (or Space) on the button does.
     ignoreEnter(parts.approve);
     parts.approve.addEventListener('click', () => this.#decide(card, 'approve'));
@@ -374,7 +386,7 @@ export class ApprovalCards {
       h('label', { class: 'gh-deny-label' }, 'Inputs to run instead (JSON)', parts.editInput),
       h('div', { class: 'gh-card-actions' }, parts.confirmEdit, parts.cancelEdit));
     parts.proposed = h('p', { class: 'gh-card-proposed', hidden: true });
-    parts.actions = h('div', { class: 'gh-card-actions' }, parts.approve, parts.deny, parts.edit, parts.always);
+    parts.actions = h('div', { class: 'gh-card-actions' }, parts.approve, parts.deny, parts.edit, parts.always, ...parts.grants);
 
     const el = h('article', { class: 'gh-card', dataset: { callId: entry.callId } },
       h('header', { class: 'gh-card-head' }, h('div', { class: 'gh-card-titles' }, parts.name, parts.tech), parts.badge),
@@ -460,6 +472,7 @@ export class ApprovalCards {
     p.deny.hidden = !allowed.has('reject');
     p.edit.hidden = !allowed.has('edit');
     p.always.hidden = !this.onAlwaysAllow || !allowed.has('approve') || state !== 'pending';
+    for (const b of p.grants) b.hidden = p.always.hidden;
     if (card.form === 'deny' && !allowed.has('reject')) this.#closeForm(card);
     if (card.form === 'edit' && !allowed.has('edit')) this.#closeForm(card);
     // An expired request can no longer be decided (the SDK would refuse it with `expired`).
@@ -472,6 +485,7 @@ export class ApprovalCards {
     p.deny.disabled = disabled || outsider;
     p.edit.disabled = disabled || outsider || own;
     p.always.disabled = disabled || outsider || own;
+    for (const b of p.grants) b.disabled = p.always.disabled;
     p.confirmDeny.disabled = disabled;
     p.reasonInput.disabled = disabled;
     p.confirmEdit.disabled = disabled;
@@ -535,13 +549,13 @@ export class ApprovalCards {
     if (focus && was) (was === 'edit' ? p.edit : p.deny).focus();
   }
 
-  async #alwaysAllow(card) {
+  async #alwaysAllow(card, scope) {
     if (this.busy || card.saving) return;
     card.saving = true;
     card.error = null;
     this.#patch(card, card.entry);
     try {
-      await this.onAlwaysAllow(card.entry);
+      await this.onAlwaysAllow(card.entry, scope);
     } catch (e) {
       this.#showError(card, `Could not save this: ${e?.message ?? e}`);
     } finally {

@@ -22,7 +22,7 @@ export class ChatView {
    *   intro?: string, onChange?: () => void, onBusy?: (busy: boolean) => void,
    *   onOpenSettings?: () => void, renderers?: Record<string, Function> }} o
    */
-  constructor({ root, tools = [], labels = {}, suggestions = [], intro = '', onChange, onBusy, onOpenSettings, renderers = {} }) {
+  constructor({ root, tools = [], labels = {}, suggestions = [], intro = '', onChange, onBusy, onOpenSettings, renderers = {}, grantScopes = [] }) {
     this.root = root;
     root.classList.add('gh-chat');
     this.suggestions = suggestions;
@@ -41,10 +41,10 @@ export class ChatView {
     this.announcer = new Announcer();
 
     this.cards = new ApprovalCards({
-      labels, tools, renderers,
+      labels, tools, renderers, grantScopes,
       onDecide: (id, d) => this.decide(id, d),
       onDecideAll: (decisions) => this.decideAll(decisions),
-      onAlwaysAllow: (entry) => this.alwaysAllow(entry),
+      onAlwaysAllow: (entry, scope) => this.alwaysAllow(entry, scope),
     });
     this.labels = this.cards.labels; // one map: the cards' and the log's names of the tools
     this.log = new MessageList(this.labels);
@@ -235,10 +235,13 @@ export class ChatView {
   }
 
   /** "Always allow in this conversation": this thread's `autoApprove` for the tool (revocable
-   *  with `setToolPolicy`, e.g. in the demo's tools panel), then approves this call. */
-  async alwaysAllow(entry) {
+   *  with `setToolPolicy`, e.g. in the demo's tools panel), then approves this call. With
+   *  `scope` "user" or "app": a remembered grant of that scope instead (`grant`, revocable with
+   *  `revokeGrant`). */
+  async alwaysAllow(entry, scope = 'thread') {
     if (!this.agent || this.loading) throw new Error('the thread is still loading');
-    await this.agent.setToolPolicy(entry.name, { autoApprove: true });
+    if (scope === 'thread') await this.agent.setToolPolicy(entry.name, { autoApprove: true });
+    else await this.agent.grant({ tool: entry.name, scope });
     this.onChange();
     await this.decide(entry.callId, 'approve');
   }

@@ -1,6 +1,6 @@
 // gatehouse-agent/ui: the approval cards, the composer, the chat view and the <gatehouse-chat>
 // element (gatehouse-agent/ui/element). Importing it defines nothing.
-import type { Agent, DecisionKind, Message, PendingToolEntry, Tool, ToolEntry } from "../gatehouse.js";
+import type { Agent, DecisionKind, GrantScope, Message, PendingToolEntry, Tool, ToolEntry } from "../gatehouse.js";
 
 /** True when `message` is a tool-call message with at least one entry waiting for a decision. */
 export declare function isSuspended(message: Message | null | undefined): boolean;
@@ -46,7 +46,10 @@ export interface ApprovalCardsOptions {
   onDecideAll?(decisions: Record<string, CardDecision>): Promise<unknown>;
   /** With it, a card offers "Always allow in this conversation": set this thread's
    *  `autoApprove` for `entry.name` and approve the call. */
-  onAlwaysAllow?(entry: ToolEntry): Promise<unknown>;
+  onAlwaysAllow?(entry: ToolEntry, scope: "thread" | GrantScope): Promise<unknown>;
+  /** With `onAlwaysAllow`, more "Always allow" buttons: "for me" (`"user"`) and "for
+   *  everyone" (`"app"`), each a remembered grant of that scope (README "Remembered grants"). */
+  grantScopes?: readonly ("user" | "app")[];
   /** The tool definitions given to `Agent.open`: their `label` and `allowedDecisions`. */
   tools?: readonly ToolDisplay[];
   /** More display names, by tool name. */
@@ -130,6 +133,8 @@ export interface ChatViewOptions {
   onOpenSettings?: () => void;
   /** Cards the app draws, by tool name (see `ApprovalCardsOptions.renderers`). */
   renderers?: Record<string, CardRenderer>;
+  /** More "Always allow" buttons on the cards (see `ApprovalCardsOptions.grantScopes`). */
+  grantScopes?: readonly ("user" | "app")[];
 }
 
 /** The chat: the message log with streamed answers (as sanitized Markdown), the approval
@@ -150,7 +155,7 @@ export declare class ChatView {
   decide(callId: string, decision: CardDecision): Promise<void>;
   decideAll(decisions: Record<string, CardDecision>): Promise<void>;
   /** `setToolPolicy(entry.name, { autoApprove: true })` for this thread, then approves the call. */
-  alwaysAllow(entry: ToolEntry): Promise<void>;
+  alwaysAllow(entry: ToolEntry, scope?: GrantScope): Promise<void>;
   /** Re-reads the thread (done when the page becomes visible again). */
   refresh(): Promise<void>;
   /** Shows (or, with null, hides) the banner; `settings` adds "Open settings" when the view
