@@ -5,7 +5,7 @@
  * What `authorize` is asked: `decide` for decisions (sent as intents, applied by the handler),
  * `write` for any other change, `list` for the thread list and a change feed's connection.
  */
-export type StoreAction = "read" | "write" | "decide" | "list" | "delete" | "subscribe";
+export type StoreAction = "read" | "write" | "decide" | "list" | "delete" | "subscribe" | "grant";
 
 /** One decision of a `decide` request, as `authorize` gets it. */
 export interface DecisionIntent {
@@ -31,11 +31,14 @@ export interface StoreHandlerOptions {
   basePath?: string;
   /**
    * The user's identity (it becomes the audit trail's `decidedBy`), or null to refuse (403).
-   * `threadId` is null for `list`.
+   * `threadId` is null for `list`. `grant` is asked to make or revoke a remembered grant,
+   * with its `tool` and `scope` (`threadId` only for a thread grant): decide there who may
+   * make one for everyone (`scope: "app"`).
    */
   authorize(
     request: Request,
-    what: { threadId: string | null; action: StoreAction; decisions?: DecisionIntent[] },
+    what: { threadId: string | null; action: StoreAction; decisions?: DecisionIntent[];
+      tool?: string | null; scope?: "thread" | "user" | "app" | null },
   ): string | null | Promise<string | null>;
   /** Larger bodies are refused with 413 (default 1 MiB). */
   maxBodyBytes?: number;

@@ -13,7 +13,7 @@
 // feed's reads), cursor, threads (the thread routes), list (the thread list), feed (the change
 // stream), receipts (signed approvals, and their checks for backends), approvers (approver
 // rules), requests (the approval requests' outbox), links (decision links), push (Web Push),
-// primary (a pool that follows an HA Postgres's primary), wasm (the core); core.js and core_bg.wasm are the core itself.
+// primary (a pool that follows an HA Postgres's primary), grants (remembered grants), wasm (the core); core.js and core_bg.wasm are the core itself.
 import { GatehouseError, Refusal, invalid, invalidConfig, notFound, storageError } from "./server/errors.js";
 import { ChangeFeed, changes } from "./server/feed.js";
 import { MAX_PAGE, corsHeaders, integer, json, readQuery, refuseOrigin, threadIdOf } from "./server/http.js";
@@ -25,6 +25,7 @@ import { list, openListCursor } from "./server/list.js";
 import { Outbox, requestOptionsOf } from "./server/requests.js";
 import { Links, linkGet, linkPost } from "./server/links.js";
 import { Push, pushKey, pushOptionsOf, subscribe, unsubscribe } from "./server/push.js";
+import { listGrants, makeGrant, revokeGrant } from "./server/grants.js";
 import { loadCore } from "./server/wasm.js";
 
 export { GatehouseError } from "./server/errors.js";
@@ -215,6 +216,16 @@ function routeOf(base, request) {
       throw notFound();
     } };
   }
+  if (rest === "/grants" && m === "POST") {
+    query([]);
+    return { run: (ctx, req) => makeGrant(ctx, req) };
+  }
+  if (rest.startsWith("/grants/") && m === "DELETE") {
+    query([]);
+    const grantId = rest.slice("/grants/".length);
+    if (grantId === "" || grantId.includes("/") || grantId.length > 200) throw notFound();
+    return { run: (ctx, req) => revokeGrant(ctx, req, grantId) };
+  }
   if (rest === "/changes") {
     if (m !== "GET") throw notFound();
     const q = query(["poll", "since", "wait"]);
@@ -256,6 +267,10 @@ function routeOf(base, request) {
       throw invalid("the call id is not a valid URI component");
     }
     return { run: (ctx, req) => receipt(ctx, req, id, callId) };
+  }
+  if (sub === "grants" && m === "GET") {
+    query([]);
+    return { run: (ctx, req) => listGrants(ctx, req, id) };
   }
   if (sub === "lease" && m === "POST") {
     query([]);

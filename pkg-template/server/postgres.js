@@ -120,6 +120,19 @@ const MIGRATIONS = [
     `UPDATE gatehouse_threads SET message_count = (record::json->>'messageCount')::bigint
        WHERE record IS NOT NULL`,
   ],
+  // Remembered grants (docs/design.md, "Remembered grants"): `json` is the grant as the core
+  // made it; a user grant's `owner` is its maker. Revoked grants are kept, with who and when.
+  [
+    `CREATE TABLE gatehouse_grants (id text PRIMARY KEY, scope text NOT NULL, tool text NOT NULL,
+       owner text, thread text COLLATE "C", json text NOT NULL, expires_at timestamptz,
+       created_by text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),
+       revoked_at timestamptz, revoked_by text)`,
+    `CREATE INDEX gatehouse_grants_owner ON gatehouse_grants (owner) WHERE revoked_at IS NULL`,
+    `CREATE INDEX gatehouse_grants_thread ON gatehouse_grants (thread) WHERE revoked_at IS NULL`,
+    `CREATE INDEX gatehouse_grants_maker ON gatehouse_grants (created_by) WHERE revoked_at IS NULL`,
+    `CREATE INDEX gatehouse_grants_app ON gatehouse_grants (scope) WHERE revoked_at IS NULL
+       AND scope = 'app'`,
+  ],
 ];
 
 /** The schema version this release writes. */

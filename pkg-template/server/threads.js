@@ -10,6 +10,7 @@ import { CHANNEL, announce, transaction, writing } from "./postgres.js";
 import { callsOf, count, judge, progressOf, requesterOf, sameCalls } from "./approvers.js";
 import { issueReceipts } from "./receipts.js";
 import { cancelRequests, recordRequests, removeRequests } from "./requests.js";
+import { citedGrants } from "./grants.js";
 
 export async function identityOf(ctx, request, threadId, action, intent) {
   let who;
@@ -34,7 +35,7 @@ export async function mayRead(ctx, request, threadId) {
   }
 }
 
-function clock(ctx, request) {
+export function clock(ctx, request) {
   const t = ctx.now(request);
   if (typeof t !== "number" || !Number.isFinite(t)) throw new Error("now() must return a number");
   return t;
@@ -264,7 +265,7 @@ export async function commit(ctx, request, id) {
   requireJson(request);
   const who = await identityOf(ctx, request, id, "write");
   const body = await readBody(request, ctx.maxBodyBytes);
-  const { commitId, owner, leaseToken } = answerOf(core.commitAction(body));
+  const { commitId, owner, leaseToken, grants: cited } = answerOf(core.commitAction(body));
   checkCommitId(commitId);
   const digest = await digestOf(body);
   const at = clock(ctx, request);
@@ -284,8 +285,11 @@ export async function commit(ctx, request, id) {
     // The lease is its holder's: the secret it was given, and the identity it was given to.
     const holder = token !== null && leaseWho === who && sameSecret(leaseToken, token);
     const { tail, after } = read;
+    // The remembered grants the commit cites, if any, locked until it ends: a revocation
+    // waits for it, or it sees the revocation (docs/design.md, "Remembered grants").
+    const grants = await citedGrants(c, cited);
     const planned = core.planCommit(id, stored ?? undefined, tail ?? undefined, after, body, at, who,
-      holder);
+      holder, grants);
     let plan;
     try {
       plan = answerOf(planned);
@@ -498,6 +502,9 @@ export async function remove(ctx, request, id) {
       await c.query(`DELETE FROM ${table} WHERE thread = $1`, [id]);
     }
     await removeRequests(c, id);
+    // A thread grant ends with its thread: one made again under the same id starts without.
+    await c.query(`UPDATE gatehouse_grants SET revoked_at = now(), revoked_by = $2
+      WHERE thread = $1 AND revoked_at IS NULL`, [id, "deleteThread"]);
     const existed = r.rows.some((row) => row.record !== null);
     if (existed) await announce(ctx, c, id, null);
     return { value: "{}", write: true };
