@@ -20,7 +20,8 @@ export class ChatView {
   /**
    * @param {{ root: HTMLElement, tools?: object[], labels?: Record<string,string>, suggestions?: string[],
    *   intro?: string, onChange?: () => void, onBusy?: (busy: boolean) => void,
-   *   onOpenSettings?: () => void, renderers?: Record<string, Function> }} o
+   *   onOpenSettings?: () => void, renderers?: Record<string, Function>,
+   *   grantScopes?: ('user' | 'app')[] }} o
    */
   constructor({ root, tools = [], labels = {}, suggestions = [], intro = '', onChange, onBusy, onOpenSettings, renderers = {}, grantScopes = [] }) {
     this.root = root;
