@@ -126,7 +126,7 @@ test-server: pkg setup-postgres
 	# Again on pools in node-postgres' pipeline mode (the handler sends BEGIN and COMMIT with
 	# its statements there: docs/design.md, "A commit's statements").
 	GATEHOUSE_PG_PIPELINE=1 node --test tests/server/store.test.mjs tests/server/hostile.test.mjs \
-	  tests/server/crash.test.mjs tests/server/requests.test.mjs tests/server/approvers.test.mjs tests/server/receipts.test.mjs
+	  tests/server/crash.test.mjs tests/server/requests.test.mjs tests/server/approvers.test.mjs tests/server/receipts.test.mjs tests/server/grants.test.mjs
 	@scripts/stamp.sh end $@
 
 # The store handler in Deno, Bun, Hono on Node, a Next.js route handler (next dev) and a

@@ -47,7 +47,7 @@ test("eight handlers starting at once on a fresh database migrate it once", asyn
   const tables = await p.query(`SELECT tablename FROM pg_tables
     WHERE tablename LIKE 'gatehouse%' ORDER BY tablename`);
   assert.deepEqual(tables.rows.map((r) => r.tablename), ["gatehouse_approvals", "gatehouse_audit", "gatehouse_change_counter",
-    "gatehouse_changes", "gatehouse_commits", "gatehouse_keys", "gatehouse_links", "gatehouse_messages",
+    "gatehouse_changes", "gatehouse_commits", "gatehouse_grants", "gatehouse_keys", "gatehouse_links", "gatehouse_messages",
     "gatehouse_push", "gatehouse_receipts", "gatehouse_requests", "gatehouse_schema", "gatehouse_threads"]);
   const counter = await p.query("SELECT * FROM gatehouse_change_counter");
   assert.equal(counter.rows.length, 1, "the counter row is inserted once");

@@ -120,7 +120,7 @@ export async function everything(pool) {
   const out = {};
   for (const [table, order] of [["gatehouse_threads", "id"], ["gatehouse_messages", "thread, seq"],
     ["gatehouse_audit", "thread, seq"], ["gatehouse_commits", "thread, commit_id"],
-    ["gatehouse_changes", "seq"], ["gatehouse_change_counter", "id"],
+    ["gatehouse_changes", "seq"], ["gatehouse_change_counter", "id"], ["gatehouse_grants", "id"],
     ["gatehouse_schema", "id"]]) {
     out[table] = (await pool.query(`SELECT * FROM ${table} ORDER BY ${order}`)).rows;
   }
