@@ -135,7 +135,7 @@ async fn the_stored_shape_is_the_documented_one() {
         .await
         .unwrap();
     let db = raw(&name).await;
-    assert_eq!(db.version(), 2.0);
+    assert_eq!(db.version(), 3.0);
     let record = raw_get(&db, "threads", JsValue::from_str("a"))
         .await
         .unwrap();
