@@ -5,7 +5,7 @@
 
 use super::error::{AgentError, GrantError};
 use super::{Shared, now};
-use crate::engine::{Grant, GrantRequest};
+use crate::engine::{DecisionKind, Grant, GrantRequest, ModelToolCall};
 use serde_json::Value;
 
 /// Makes a grant from the app's `request` (`{ tool, scope, match?, expiresIn? }`) for this
@@ -39,10 +39,7 @@ pub async fn make(s: &Shared, mut request: Value, by: Option<String>) -> Result<
                 parsed.tool()
             )));
         };
-        if !tool
-            .allowed_decisions
-            .allows(crate::engine::DecisionKind::Approve)
-        {
+        if !tool.allowed_decisions.allows(DecisionKind::Approve) {
             return Err(invalid(format!(
                 "invalid grant: \"{}\" does not allow \"approve\" (its allowedDecisions are {})",
                 tool.name, tool.allowed_decisions
@@ -95,6 +92,20 @@ pub async fn refresh(s: &Shared) {
     let mut g = s.borrow_mut();
     let thread = g.thread_id.clone();
     g.engine.set_grants(&thread, grants);
+}
+
+/// Whether a grant could approve one of `calls`: a call of a tool that may ask a human
+/// (`requireApproval`, or an `approvalPolicy`) and allows "approve". Only then are the grants
+/// read before the calls are gated.
+pub fn may_apply(s: &Shared, calls: &[ModelToolCall]) -> bool {
+    let g = s.borrow();
+    let tools = g.engine.tools();
+    calls.iter().any(|c| {
+        tools.get(&c.name).is_some_and(|t| {
+            (t.require_approval == Some(true) || (t.require_approval.is_none() && t.has_policy))
+                && t.allowed_decisions.allows(DecisionKind::Approve)
+        })
+    })
 }
 
 /// Whether the thread's run goes on with a call a grant approved that has not run yet.

@@ -88,8 +88,9 @@ pub(super) async fn drive(
                 s.borrow_mut().history = Some(history);
                 match out {
                     Ok(out) => {
-                        // The grants in force now gate the model's calls.
-                        if !out.tool_calls.is_empty() {
+                        // The grants in force now gate the model's calls (read only when a
+                        // call may ask a human: a turn of other tools reads nothing more).
+                        if grants::may_apply(s, &out.tool_calls) {
                             boxed(grants::refresh(s)).await;
                         }
                         s.borrow_mut().engine.model_output(out, now() as u64)?
