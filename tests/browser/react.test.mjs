@@ -63,7 +63,8 @@ async function tab(context, { thread, db, sc, page: pageSize, reenter }) {
   const q = new URLSearchParams({ thread, db, base: `${sc.server}/s/${sc.id}/v1`, ...(pageSize ? { page: String(pageSize) } : {}),
     ...(reenter ? { reenter } : {}) });
   await page.goto(`${h.url}/tests/browser/react/page.html?${q}`);
-  await page.locator('#chat[data-ready="true"]').waitFor();
+  // The first page of a context loads the bundled app: on a busy machine that can take over 10 s.
+  await page.locator('#chat[data-ready="true"]').waitFor({ timeout: 30_000 });
   return { page, errors };
 }
 
