@@ -35,7 +35,7 @@ const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gateh
   // gatehouse-agent/server: its entry, its modules by job, and its wasm core.
   "server.js", "server.d.ts", "server/core.js", "server/core.d.ts", "server/core_bg.wasm", "server/cursor.js",
   "server/errors.js", "server/gatehouse-error.js", "server/feed.js", "server/http.js", "server/postgres.js", "server/threads.js", "server/wasm.js",
-  "server/receipts.js", "server/approvers.js", "server/requests.js", "server/links.js", "server/push.js", "server/list.js",
+  "server/receipts.js", "server/approvers.js", "server/requests.js", "server/links.js", "server/push.js", "server/list.js", "server/grants.js",
   "server/primary.js",
   "sw.js", "sw.d.ts",
   // RFC 8785 canonical JSON for the receipts, vendored with its licence.
