@@ -152,11 +152,14 @@ test('the cards offer "Always allow for me": it makes a user grant and approves 
     await view.setAgent(window.agent);
     await view.send('delete it');
   }, { model: sc.openai(), db: uid('db') });
-  const card = page.locator('.gh-card').first();
-  const offered = await card.locator('.gh-card-actions button:visible').allTextContents();
+  // Read and clicked in the page (every engine's driver can evaluate; not all have locators).
+  const offered = await run(page, () => [...document.querySelectorAll('.gh-card .gh-card-actions button')]
+    .filter((b) => !b.hidden && b.offsetParent !== null).map((b) => b.textContent));
   assert.deepEqual(offered, ['Approve', 'Deny…', 'Edit…', 'Always allow in this conversation', 'Always allow for me']);
-  await card.locator('.gh-grant[data-scope="user"]').click();
-  await page.waitForFunction(() => window.agent.status() === 'idle' && window.gh.calls.length === 1);
+  await run(page, async () => {
+    document.querySelector('.gh-card .gh-grant[data-scope="user"]').click();
+    await window.gh.until(() => window.agent.status() === 'idle' && window.gh.calls.length === 1, 10_000);
+  });
   const r = await run(page, async () => ({ grants: await window.agent.grants(), trail: await window.agent.audit() }));
   assert.deepEqual(r.grants.map((g) => [g.tool, g.scope]), [['delete_file', 'user']]);
   assert.equal(r.trail[0].decision, 'approved', 'the card approved this call itself');
