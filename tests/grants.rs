@@ -450,8 +450,7 @@ fn a_write_cannot_pin_a_grant_on_a_record_it_did_not_decide() {
         .write(&forged, false, "ann", std::slice::from_ref(&ann))
         .expect_err("a grant on a pending call's record");
     assert_eq!(e.code(), "illegal_write", "{e}");
-    // And a writer cannot claim the grant's approval for a call it appends pending and then
-    // flips: the approval must be in the commit that appends it.
+    // The same commit without the pinned grant is legal: the refusal above was the grant's.
     handler
         .write(
             &h.store.commits[1],

@@ -151,7 +151,7 @@ impl Grant {
         now_ms: u64,
     ) -> bool {
         self.tool == tool
-            && self.expires_at.is_none_or(|at| now_ms < at)
+            && self.live(now_ms)
             && (self.scope != GrantScope::Thread || self.thread_id.as_deref() == Some(thread))
             && self.pattern.as_ref().is_none_or(|p| {
                 p.iter()
