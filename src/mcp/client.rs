@@ -1,18 +1,24 @@
 //! One MCP server over Streamable HTTP (docs/design.md, "MCP tools"): `initialize`, the
 //! `Mcp-Session-Id`, re-initialising when the server forgot the session, `tools/list`,
 //! `tools/call`, `list_changed` heard on the GET stream, `notifications/cancelled` when a
-//! call is aborted. What it answers is `Listed`, a call's result as the model sees it, or an
+//! call is aborted, and the server's own requests: `elicitation/create` asked of a human
+//! through the call's [`Elicit`], `ping` answered. What it answers is `Listed`, a call's result as the model sees it, or an
 //! [`McpFailure`]: the same whether the driver runs it (feature `mcp`) or the MCP client's
 //! own module does (mcp-client/).
 
-use super::{self as mcp, Incoming, Listed, McpFailure, McpServerConfig, PROTOCOL_VERSIONS};
+use super::{
+    self as mcp, Elicit, Incoming, Listed, McpFailure, McpServerConfig, PROTOCOL_VERSIONS, RpcError,
+};
 use crate::net::abort;
 use crate::net::fetch::{self, AbortLink, BodyReader, FetchError};
 use crate::providers::SseParser;
 use gloo_net::http::Method;
 use serde_json::{Value, json};
 use std::cell::{Cell, RefCell};
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::Poll;
 use web_sys::{AbortController, AbortSignal};
 
 /// How long `initialize` and `tools/list` may take, and a `tools/call`.
@@ -125,6 +131,37 @@ pub struct Client {
     stale: Cell<bool>,
     /// Ends the GET stream when the client goes.
     listening: RefCell<Option<AbortController>>,
+    /// Whether it announces elicitation (the npm package's client, whose agent shows the
+    /// questions: docs/design.md, "MCP elicitation").
+    elicits: bool,
+    /// The running call's way to ask a human, for requests on the GET stream, and the signal
+    /// that the call ended.
+    asking: RefCell<Option<(Elicit, AbortSignal)>>,
+    /// Questions put to a human so far, and how many are open: a call's timeout does not run
+    /// while one is.
+    asked: Cell<u64>,
+    open_asks: Rc<Cell<u32>>,
+}
+
+/// Counts an open question while it lives (answered, withdrawn or dropped with the call).
+struct Open(Rc<Cell<u32>>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
+}
+
+/// A human's answer to come, as the server gets it.
+type Answer = Pin<Box<dyn Future<Output = Result<Value, RpcError>>>>;
+
+/// A question of the server's being asked of a human: its request id, and the answer to come.
+type Ask = (Value, Answer);
+
+/// What woke a reader that also waits for answers.
+enum Woke {
+    Chunk(Result<Option<Vec<u8>>, FetchError>),
+    Answered(usize, Result<Value, RpcError>),
 }
 
 impl Drop for Client {
@@ -137,12 +174,26 @@ impl Drop for Client {
 
 impl Client {
     pub fn new(cfg: McpServerConfig) -> Rc<Client> {
+        Self::make(cfg, false)
+    }
+
+    /// A client that announces elicitation: each call's questions go to the `Elicit` it is
+    /// given.
+    pub fn with_elicitation(cfg: McpServerConfig) -> Rc<Client> {
+        Self::make(cfg, true)
+    }
+
+    fn make(cfg: McpServerConfig, elicits: bool) -> Rc<Client> {
         Rc::new(Client {
             cfg,
+            elicits,
             conn: RefCell::new(None),
             next_id: Cell::new(1),
             stale: Cell::new(true),
             listening: RefCell::new(None),
+            asking: RefCell::new(None),
+            asked: Cell::new(0),
+            open_asks: Rc::new(Cell::new(0)),
         })
     }
 
@@ -182,6 +233,19 @@ impl Client {
         id: Option<u64>,
         link: &AbortLink,
     ) -> Result<(Value, Option<String>), McpError> {
+        self.post_asking(conn, body, id, link, None).await
+    }
+
+    /// [`Self::post`], answering the server's requests met on the SSE stream (with `elicit`
+    /// for `elicitation/create`) while it waits for its own answer.
+    async fn post_asking(
+        &self,
+        conn: Option<&Conn>,
+        body: &str,
+        id: Option<u64>,
+        link: &AbortLink,
+        elicit: Option<&Elicit>,
+    ) -> Result<(Value, Option<String>), McpError> {
         let headers = self.headers(conn, "application/json, text/event-stream");
         let resp = fetch::post(&self.cfg.url, &headers, body, link).await?;
         let status = resp.status();
@@ -202,19 +266,60 @@ impl Client {
             .is_some_and(|t| t.starts_with("text/event-stream"));
         if !sse {
             let text = fetch::text(&resp, link).await.map_err(cut_off)?;
-            return match self.answer(&text, id)? {
-                Some(a) => Ok((a?, session)),
-                None => Err(McpError::Protocol("no answer to the request".into())),
-            };
+            for m in mcp::parse_body(&text).map_err(McpError::Protocol)? {
+                match m {
+                    Incoming::Response { id: got, outcome } if got == id => {
+                        return Ok((outcome.map_err(McpError::Rpc)?, session));
+                    }
+                    Incoming::Notification { method, .. } => self.note(&method),
+                    _ => {}
+                }
+            }
+            return Err(McpError::Protocol("no answer to the request".into()));
         }
         let mut reader =
             BodyReader::new(&resp).ok_or(McpError::Protocol("an empty stream".into()))?;
         let mut parser = SseParser::new();
-        while let Some(chunk) = reader.next(link).await.map_err(cut_off)? {
+        let mut asks: Vec<Ask> = Vec::new();
+        loop {
+            let chunk = {
+                let mut next = std::pin::pin!(reader.next(link));
+                loop {
+                    match self.wake(&mut next, &mut asks).await {
+                        Woke::Chunk(c) => break c,
+                        Woke::Answered(i, outcome) => {
+                            let (ask_id, _) = asks.remove(i);
+                            self.reply(conn, &ask_id, outcome, link).await;
+                        }
+                    }
+                }
+            };
+            let Some(chunk) = chunk.map_err(cut_off)? else {
+                break;
+            };
             for ev in parser.push(&chunk) {
-                if let Some(a) = self.answer(&ev.data, id)? {
-                    reader.cancel();
-                    return Ok((a?, session));
+                for m in mcp::parse_body(&ev.data).map_err(McpError::Protocol)? {
+                    match m {
+                        Incoming::Response { id: got, outcome } if got == id => {
+                            reader.cancel();
+                            return Ok((outcome.map_err(McpError::Rpc)?, session));
+                        }
+                        Incoming::Request { id, method, params } => {
+                            match self.ask(&method, params, elicit) {
+                                Ok(asked) => asks.push((id, asked)),
+                                Err(outcome) => self.reply(conn, &id, outcome, link).await,
+                            }
+                        }
+                        Incoming::Notification { method, params } => {
+                            // A question the server no longer waits for is withdrawn.
+                            if method == "notifications/cancelled" {
+                                let gone = params.get("requestId");
+                                asks.retain(|(id, _)| Some(id) != gone);
+                            }
+                            self.note(&method);
+                        }
+                        Incoming::Response { .. } => {}
+                    }
                 }
             }
         }
@@ -223,18 +328,77 @@ impl Client {
         ))
     }
 
-    /// The answer to `id` among the messages of `data`, if there; notes the rest.
-    fn answer(&self, data: &str, id: u64) -> Result<Option<Result<Value, McpError>>, McpError> {
-        for m in mcp::parse_body(data).map_err(McpError::Protocol)? {
-            match m {
-                Incoming::Response { id: got, outcome } if got == id => {
-                    return Ok(Some(outcome.map_err(McpError::Rpc)));
-                }
-                Incoming::Notification { method } => self.note(&method),
-                _ => {}
+    /// Waits for the next chunk or for a human's answer, whichever comes first. The read goes
+    /// on while an answer is sent: the chunk it brings is kept for the next wait.
+    async fn wake<F>(&self, next: &mut Pin<&mut F>, asks: &mut [Ask]) -> Woke
+    where
+        F: Future<Output = Result<Option<Vec<u8>>, FetchError>>,
+    {
+        poll_fn(|cx| {
+            if let Poll::Ready(c) = next.as_mut().poll(cx) {
+                return Poll::Ready(Woke::Chunk(c));
             }
+            for (i, (_, answer)) in asks.iter_mut().enumerate() {
+                if let Poll::Ready(a) = answer.as_mut().poll(cx) {
+                    return Poll::Ready(Woke::Answered(i, a));
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// A request of the server's: `Ok` the human's answer to come (an elicitation, when the
+    /// call has a way to ask), or `Err`/`Ok` at once for the rest.
+    fn ask(
+        &self,
+        method: &str,
+        params: Value,
+        elicit: Option<&Elicit>,
+    ) -> Result<Answer, Result<Value, RpcError>> {
+        match (method, elicit) {
+            ("ping", _) => Err(Ok(json!({}))),
+            ("elicitation/create", Some(elicit)) => {
+                // A malformed question is refused here, never shown.
+                let question = mcp::elicit::parse(&params).map_err(|m| {
+                    Err(RpcError {
+                        code: mcp::elicit::INVALID_PARAMS,
+                        message: format!("the elicitation was not shown: {m}"),
+                    })
+                })?;
+                let question = serde_json::to_value(question).unwrap_or_default();
+                self.asked.set(self.asked.get() + 1);
+                self.open_asks.set(self.open_asks.get() + 1);
+                let open = Open(self.open_asks.clone());
+                let asked = elicit(question);
+                Ok(Box::pin(async move {
+                    let _open = open;
+                    Ok(asked.await)
+                }))
+            }
+            ("elicitation/create", None) => Err(Err(RpcError {
+                code: mcp::elicit::INVALID_PARAMS,
+                message: "no tool call of this client is running to ask about".into(),
+            })),
+            _ => Err(Err(RpcError {
+                code: -32601,
+                message: format!("this client does not answer {method}"),
+            })),
         }
-        Ok(None)
+    }
+
+    /// Sends our answer to a request of the server's (fire and forget: a server that went
+    /// away meanwhile has no use for it).
+    async fn reply(
+        &self,
+        conn: Option<&Conn>,
+        id: &Value,
+        outcome: Result<Value, RpcError>,
+        link: &AbortLink,
+    ) {
+        let body = mcp::response(id, outcome);
+        let headers = self.headers(conn, "application/json, text/event-stream");
+        let _ = fetch::post(&self.cfg.url, &headers, &body, link).await;
     }
 
     fn note(&self, method: &str) {
@@ -248,7 +412,12 @@ impl Client {
         let id = self.id();
         let params = json!({
             "protocolVersion": PROTOCOL_VERSIONS[0],
-            "capabilities": {},
+            // Both modes of elicitation (docs/design.md, "MCP elicitation"), when asked for.
+            "capabilities": if self.elicits {
+                json!({ "elicitation": { "form": {}, "url": {} } })
+            } else {
+                json!({})
+            },
             "clientInfo": { "name": "gatehouse-agent", "version": env!("CARGO_PKG_VERSION") },
         });
         let body = mcp::request(id, "initialize", params);
@@ -269,6 +438,7 @@ impl Client {
         method: &str,
         params: Value,
         signal: Option<&AbortSignal>,
+        elicit: Option<&Elicit>,
     ) -> Result<Value, McpError> {
         // Only a `tools/call` that broke off may have taken effect.
         let not_the_call = |e: McpError| match e {
@@ -284,7 +454,8 @@ impl Client {
             let link = AbortLink::new(signal)?;
             let id = self.id();
             let body = mcp::request(id, method, params.clone());
-            match self.post(Some(&conn), &body, Some(id), &link).await {
+            let answer = self.post_asking(Some(&conn), &body, Some(id), &link, elicit);
+            match answer.await {
                 Err(McpError::SessionGone) => {
                     // A new session: the server may list other tools now.
                     *self.conn.borrow_mut() = None;
@@ -340,13 +511,40 @@ impl Client {
                 let Some(client) = me.upgrade() else { break };
                 for ev in parser.push(&chunk) {
                     for m in mcp::parse_body(&ev.data).unwrap_or_default() {
-                        if let Incoming::Notification { method } = m {
-                            client.note(&method);
+                        match m {
+                            Incoming::Notification { method, .. } => client.note(&method),
+                            Incoming::Request { id, method, params } => {
+                                client.answer_later(id, &method, params);
+                            }
+                            Incoming::Response { .. } => {}
                         }
                     }
                 }
             }
             reader.cancel();
+        });
+    }
+
+    /// A request of the server's on the GET stream, unrelated to a request of ours: an
+    /// elicitation is asked through the running call's [`Elicit`] (refused when none runs).
+    fn answer_later(self: &Rc<Self>, id: Value, method: &str, params: Value) {
+        let asking = self.asking.borrow().clone();
+        let (elicit, over) = asking.unzip();
+        let asked = self.ask(method, params, elicit.as_ref());
+        let me = self.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let outcome = match (asked, over) {
+                // Withdrawn (the future dropped) when the call it was asked about ends.
+                (Ok(mut answer), Some(over)) => abort::before_abort(&mut answer, &over)
+                    .await
+                    .unwrap_or(Ok(json!({ "action": "cancel" }))),
+                (Ok(answer), None) => answer.await,
+                (Err(outcome), _) => outcome,
+            };
+            let conn = me.conn.borrow().clone();
+            if let Ok(link) = AbortLink::new(None) {
+                me.reply(conn.as_ref(), &id, outcome, &link).await;
+            }
         });
     }
 
@@ -368,7 +566,7 @@ impl Client {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let page = self.request("tools/list", params, None).await?;
+            let page = self.request("tools/list", params, None, None).await?;
             let (tools, next) = mcp::parse_tools_page(&page);
             for t in tools {
                 match t {
@@ -386,17 +584,35 @@ impl Client {
     }
 
     /// One `tools/call` with exactly `inputs`: `Ok` its result as the model sees it (`Err`
-    /// the tool error a result with `isError` is), or why the server could not be asked.
+    /// the tool error a result with `isError` is), or why the server could not be asked. The
+    /// server's elicitations meanwhile are asked through `elicit` (refused without one); the
+    /// time a human takes does not count against the call's timeout.
     pub async fn call(
         self: &Rc<Self>,
         tool: &str,
         inputs: Value,
         signal: Option<&AbortSignal>,
+        elicit: Option<Elicit>,
     ) -> Result<Result<Value, String>, McpFailure> {
         let params = json!({ "name": tool, "arguments": inputs });
-        let mut calling = std::pin::pin!(self.request("tools/call", params, signal));
-        let called = abort::within(&mut calling, CALL_TIMEOUT_MS).await;
-        match called.unwrap_or(Err(McpError::Timeout)) {
+        let over = AbortController::new().ok();
+        *self.asking.borrow_mut() = elicit.clone().zip(over.as_ref().map(|c| c.signal()));
+        let mut calling =
+            std::pin::pin!(self.request("tools/call", params, signal, elicit.as_ref()));
+        let called = loop {
+            let asked = self.asked.get();
+            match abort::within(&mut calling, CALL_TIMEOUT_MS).await {
+                Some(called) => break called,
+                // A human was asked in this window, or is being asked: wait another.
+                None if self.asked.get() != asked || self.open_asks.get() > 0 => {}
+                None => break Err(McpError::Timeout),
+            }
+        };
+        *self.asking.borrow_mut() = None;
+        if let Some(over) = over {
+            over.abort();
+        }
+        match called {
             Ok(result) => Ok(mcp::call_result(&result)),
             Err(e) => Err(e.failure(&self.cfg.name)),
         }

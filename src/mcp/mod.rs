@@ -6,11 +6,14 @@
 
 #[cfg(all(target_arch = "wasm32", feature = "net"))]
 pub mod client;
+pub mod elicit;
 mod listing;
 mod rpc;
 
 pub use listing::{Skipped, parse_tools_page, select};
-pub use rpc::{Incoming, RpcError, call_result, negotiated, notification, parse_body, request};
+pub use rpc::{
+    Incoming, RpcError, call_result, negotiated, notification, parse_body, request, response,
+};
 
 use crate::event::Event;
 use serde::{Deserialize, Serialize};
@@ -39,6 +42,12 @@ pub struct McpServerConfig {
     /// The agent's default `approvalTimeout`, which its tools take (they set none).
     pub approval_timeout: Option<u64>,
 }
+
+/// Asks the user an MCP server's question (an [`elicit::Elicitation`] as JSON) and gives the
+/// `ElicitResult` the server gets (docs/design.md, "MCP elicitation"). Dropping the future
+/// withdraws the question (the server cancelled it, or the call ended).
+pub type Elicit =
+    std::rc::Rc<dyn Fn(Value) -> std::pin::Pin<Box<dyn std::future::Future<Output = Value>>>>;
 
 /// The separator of `<server>__<tool>`.
 pub const SEPARATOR: &str = "__";

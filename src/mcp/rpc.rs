@@ -15,6 +15,16 @@ pub fn notification(method: &str, params: Value) -> String {
     json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string()
 }
 
+/// Our answer to a request of the server's (`id` as it sent it): its result, or an error.
+pub fn response(id: &Value, outcome: Result<Value, RpcError>) -> String {
+    match outcome {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(e) => json!({ "jsonrpc": "2.0", "id": id,
+            "error": { "code": e.code, "message": e.message } }),
+    }
+    .to_string()
+}
+
 /// A JSON-RPC error answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {
@@ -30,10 +40,14 @@ pub enum Incoming {
         id: u64,
         outcome: Result<Value, RpcError>,
     },
-    /// E.g. `notifications/tools/list_changed`.
-    Notification { method: String },
-    /// A request of the server's (ping, sampling, …): not answered by this client.
-    Request { method: String },
+    /// E.g. `notifications/tools/list_changed`, `notifications/cancelled`.
+    Notification { method: String, params: Value },
+    /// A request of the server's (`elicitation/create`, `ping`, …), with its id as sent.
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
 }
 
 /// The messages of one body or SSE event: an object or a batch array. Anything else (an SSE
@@ -53,9 +67,17 @@ pub fn parse_body(text: &str) -> Result<Vec<Incoming>, String> {
 fn incoming(v: &Value) -> Option<Incoming> {
     let o = v.as_object()?;
     let method = o.get("method").and_then(Value::as_str);
+    let params = || o.get("params").cloned().unwrap_or(Value::Null);
     match (o.get("id"), method) {
-        (Some(_), Some(m)) => Some(Incoming::Request { method: m.into() }),
-        (None, Some(m)) => Some(Incoming::Notification { method: m.into() }),
+        (Some(id), Some(m)) => Some(Incoming::Request {
+            id: id.clone(),
+            method: m.into(),
+            params: params(),
+        }),
+        (None, Some(m)) => Some(Incoming::Notification {
+            method: m.into(),
+            params: params(),
+        }),
         (Some(id), None) => Some(Incoming::Response {
             id: id.as_u64()?,
             outcome: outcome(o),
@@ -159,13 +181,16 @@ mod tests {
         assert_eq!(
             got[0],
             Incoming::Notification {
-                method: "notifications/tools/list_changed".into()
+                method: "notifications/tools/list_changed".into(),
+                params: Value::Null,
             }
         );
         assert_eq!(
             got[1],
             Incoming::Request {
-                method: "ping".into()
+                id: json!(1),
+                method: "ping".into(),
+                params: Value::Null,
             }
         );
         let Incoming::Response {
@@ -189,6 +214,18 @@ mod tests {
         assert_eq!(req["method"], "initialize");
         let note: Value = serde_json::from_str(&notification("n", json!({}))).unwrap();
         assert!(note.get("id").is_none());
+        // Answers to the server's requests keep its id as it sent it (a string here).
+        let ok: Value = serde_json::from_str(&response(&json!("s-1"), Ok(json!({})))).unwrap();
+        assert_eq!(ok, json!({ "jsonrpc": "2.0", "id": "s-1", "result": {} }));
+        let no = RpcError {
+            code: -32601,
+            message: "no".into(),
+        };
+        let no: Value = serde_json::from_str(&response(&json!(7), Err(no))).unwrap();
+        assert_eq!(
+            no,
+            json!({ "jsonrpc": "2.0", "id": 7, "error": { "code": -32601, "message": "no" } })
+        );
     }
 
     #[test]
