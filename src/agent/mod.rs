@@ -352,6 +352,14 @@ impl Agent {
         self.s.borrow_mut().background = hook;
     }
 
+    /// Where the npm package's MCP servers ask their questions (docs/design.md, "MCP
+    /// elicitation"): `hook(callId, server, signal, question, withdrawn)`, a promise of the
+    /// result as JSON text.
+    #[cfg(not(feature = "mcp"))]
+    pub(crate) fn set_elicitation_hook(&self, hook: Option<js_sys::Function>) {
+        self.s.borrow_mut().elicitation_hook = hook;
+    }
+
     /// Re-reads the thread after another tab changed it. `busy` while a run is under way here.
     pub async fn refresh(&self) -> Result<(), AgentError> {
         let running = {

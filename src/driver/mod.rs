@@ -105,6 +105,10 @@ pub struct Session {
     expiry: expiry::Timer,
     /// The MCP servers and their tools (the last of `tools`), if any (`mcp`).
     mcp: Option<Rc<mcp::McpTools>>,
+    /// Where its MCP servers' questions go (docs/design.md, "MCP elicitation"): the package
+    /// entry's `hook(callId, server, signal, question, withdrawn)` (`setElicitationHook`).
+    #[cfg_attr(feature = "mcp", allow(dead_code))]
+    pub(crate) elicitation_hook: Option<js_sys::Function>,
     /// Who hears the runs this agent starts by itself ([`on_its_own`]).
     pub background: Option<events::BackgroundHook>,
 }

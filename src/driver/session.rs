@@ -55,6 +55,7 @@ pub async fn open(o: Setup) -> Result<Shared, AgentError> {
         live: live::Live::default(),
         expiry: expiry::Timer::default(),
         mcp,
+        elicitation_hook: None,
         background: None,
     });
     session.borrow_mut().expiry = expiry::Timer::new(session.downgrade());

@@ -24,6 +24,12 @@ pub struct Shared(Rc<RefCell<Session>>);
 #[derive(Clone, Default)]
 pub struct WeakShared(Weak<RefCell<Session>>);
 
+impl std::fmt::Debug for WeakShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("WeakShared")
+    }
+}
+
 /// A read of the thread for the view, under way ([`Shared::begin_reload`]): its epoch.
 pub(super) struct Reload(u64);
 

@@ -139,7 +139,7 @@ pub(super) async fn drive(
                     let _ = Box::pin(drive(s, &RunOptions::default(), owner)).await;
                     return Err(AgentError::Aborted);
                 }
-                let (tool, thread) = (s.tool(&inv.tool), s.thread_id());
+                let tool = s.tool(&inv.tool);
                 let outcome = match tool {
                     Some(t) => {
                         let approval = boxed(approval_of(s, &inv.call_id, &inv.tool)).await;
@@ -153,7 +153,7 @@ pub(super) async fn drive(
                         match boxed(tools::execute(
                             &t,
                             &inv.call_id,
-                            &thread,
+                            s,
                             &inv.inputs,
                             opts.signal.as_ref(),
                             ev,

@@ -5,6 +5,7 @@
 use super::abort;
 use super::events::Emitter;
 use super::leaving;
+use super::shared::{Shared, WeakShared};
 use crate::engine::{PolicyVerdict, ToolSpec};
 use serde_json::{Map, Value};
 use std::cell::Cell;
@@ -35,6 +36,10 @@ pub struct ToolContext {
     /// Set by an executor whose error leaves open whether the call took effect (an MCP
     /// server's answer broke off after it took the request): the call is re-gated.
     pub(crate) cut_off: Rc<Cell<bool>>,
+    /// The agent that runs the call (an MCP tool asks the user its server's questions
+    /// through its elicitation hook).
+    #[cfg_attr(feature = "mcp", allow(dead_code))]
+    pub(crate) session: WeakShared,
 }
 
 /// Runs a call: its inputs, its context; `Err` is the message the model sees as a
@@ -100,7 +105,7 @@ pub enum Execution {
 pub async fn execute(
     tool: &Tool,
     call_id: &str,
-    thread_id: &str,
+    session: &Shared,
     inputs: &Map<String, Value>,
     signal: Option<&AbortSignal>,
     events: &Emitter,
@@ -115,11 +120,12 @@ pub async fn execute(
     let cut_off = Rc::new(Cell::new(false));
     let ctx = ToolContext {
         call_id: call_id.to_owned(),
-        thread_id: thread_id.to_owned(),
+        thread_id: session.thread_id(),
         signal: signal.cloned(),
         approval,
         events: events.clone(),
         cut_off: cut_off.clone(),
+        session: session.downgrade(),
     };
     leaving::watch();
     let mut running = f(Value::Object(inputs.clone()), ctx);
@@ -162,6 +168,7 @@ pub async fn verdict(
         approval: None,
         events: Emitter::default(),
         cut_off: Rc::default(),
+        session: WeakShared::default(),
     };
     let mut asking = f(Value::Object(inputs.clone()), ctx);
     match signal {

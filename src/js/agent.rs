@@ -178,6 +178,16 @@ impl Agent {
     /// For the package's telemetry (pkg-template/telemetry.js): `hook(kind, value)` hears the
     /// runs the agent starts by itself, with kind "start" (value: why), "event" (an event)
     /// and "end" (the error, or null). `null` stops it.
+    /// For the package entry (gatehouse.js): `hook(callId, server, signal, question,
+    /// withdrawn)` hears the questions MCP servers ask while their calls run (the question as
+    /// JSON text, `withdrawn` an AbortSignal) and resolves to the answer's `ElicitResult` as
+    /// JSON text (docs/design.md, "MCP elicitation"). `null` refuses them.
+    #[cfg(not(feature = "mcp"))]
+    #[wasm_bindgen(js_name = setElicitationHook, skip_typescript)]
+    pub fn set_elicitation_hook(&self, hook: Option<js_sys::Function>) {
+        self.a.set_elicitation_hook(hook);
+    }
+
     #[wasm_bindgen(js_name = setBackgroundHook, skip_typescript)]
     pub fn set_background_hook(&self, hook: Option<js_sys::Function>) {
         use crate::driver::events::BackgroundHook;

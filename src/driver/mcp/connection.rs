@@ -38,6 +38,7 @@ mod from_js {
             tool: &str,
             inputs: &str,
             signal: Option<AbortSignal>,
+            elicit: Option<Function>,
         ) -> Promise;
         /// Ends its `list_changed` stream (wasm-bindgen's `free` of the class).
         #[wasm_bindgen(method)]
@@ -139,10 +140,14 @@ mod from_js {
             tool: &str,
             inputs: Value,
             signal: Option<&AbortSignal>,
+            elicit: Option<Function>,
         ) -> Result<Result<Value, String>, McpFailure> {
             let c = self.connection().await?;
             let inputs = inputs.to_string();
-            match self.reply(c.call(tool, &inputs, signal.cloned())).await? {
+            match self
+                .reply(c.call(tool, &inputs, signal.cloned(), elicit))
+                .await?
+            {
                 Reply::Output(v) => Ok(Ok(v)),
                 Reply::ToolError(e) => Ok(Err(e)),
                 Reply::Failed(f) => Err(f),

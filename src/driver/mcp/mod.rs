@@ -141,7 +141,11 @@ fn execute(client: Rc<Connection>, tool: String) -> Execute {
     Rc::new(move |inputs, ctx| -> LocalFuture<Result<Value, String>> {
         let (client, tool) = (client.clone(), tool.clone());
         Box::pin(async move {
-            match client.call(&tool, inputs, ctx.signal.as_ref()).await {
+            let elicit = asker(&ctx, &client.cfg.name);
+            match client
+                .call(&tool, inputs, ctx.signal.as_ref(), elicit)
+                .await
+            {
                 Ok(result) => result,
                 Err(e) => {
                     ctx.events.emit(&e.event(&client.cfg.name));
@@ -151,6 +155,31 @@ fn execute(client: Rc<Connection>, tool: String) -> Execute {
             }
         })
     })
+}
+
+/// Where the server's questions during this call go: the package entry's hook, bound to the
+/// call (`hook(callId, server, signal)`, the MCP client's module adds the question). The Rust
+/// API's in-process client announces no elicitation: it has none.
+#[cfg(not(feature = "mcp"))]
+fn asker(ctx: &super::tools::ToolContext, server: &str) -> Option<js_sys::Function> {
+    let s = ctx.session.upgrade()?;
+    let hook = s.borrow().elicitation_hook.clone()?;
+    let signal = ctx
+        .signal
+        .clone()
+        .map_or(wasm_bindgen::JsValue::UNDEFINED, Into::into);
+    let bound = hook.bind3(
+        &wasm_bindgen::JsValue::NULL,
+        &ctx.call_id.as_str().into(),
+        &server.into(),
+        &signal,
+    );
+    Some(wasm_bindgen::JsCast::unchecked_into(bound))
+}
+
+#[cfg(feature = "mcp")]
+fn asker(_: &super::tools::ToolContext, _: &str) -> Option<crate::mcp::Elicit> {
+    None
 }
 
 /// Before a model call: lists again the servers whose list may have changed, so the call
