@@ -145,6 +145,9 @@ async function initialized() {
   await ready;
 }
 
+/** The calls that run the thread (and take `onEvent`). */
+const RUNS = new Set(["chat", "submitDecisions", "submitToolResults", "retry", "handle"]);
+
 export class Agent {
   #core;
   #calls = 0;
@@ -152,12 +155,31 @@ export class Agent {
   #release;
 
   #telemetry;
+  #questions; // the MCP servers' questions (mcp/questions.js), for an agent with mcpServers
+  #listeners = new Set(); // subscribe()'s, told when a question comes or goes
 
-  constructor(core, telemetry = null) {
+  constructor(core, telemetry = null, questions = null) {
     this.#core = core;
     this.#telemetry = telemetry;
     // Runs the agent starts by itself are traced too (docs/design.md, "Telemetry").
     if (telemetry) guard(() => core.setBackgroundHook(telemetry.hook(this)));
+    // MCP elicitation (docs/design.md, "MCP elicitation"): the questions wait in JS, beside
+    // the wasm; subscribers hear them come and go.
+    this.#questions = questions;
+    if (questions) {
+      questions.changed = () => {
+        if (this.#disposed) return;
+        const change = { threadId: this.threadId, status: this.status(), lastMessage: this.lastMessage() };
+        for (const l of this.#listeners) {
+          try {
+            l(change);
+          } catch (e) {
+            console.warn("gatehouse: a subscribe() listener threw", e);
+          }
+        }
+      };
+      guard(() => core.setElicitationHook(questions.hook));
+    }
   }
 
   static async open(options) {
@@ -184,8 +206,11 @@ export class Agent {
       const { localModel } = await import("./local/index.js");
       options = { ...options, model: localModel(options.model, invalid) };
     }
+    // The MCP servers' questions: their module loads only for an agent with MCP servers.
+    const questions = Array.isArray(options?.mcpServers) && options.mcpServers.length > 0
+      ? new (await import("./mcp/questions.js")).Questions() : null;
     const core = await coreFor(options?.storage);
-    return new Agent(await guard(() => core.open(options)), telemetry);
+    return new Agent(await guard(() => core.open(options)), telemetry, questions);
   }
 
   static async listThreads(storage) {
@@ -238,10 +263,15 @@ export class Agent {
   async #run(method, args) {
     const core = this.#live(method);
     this.#calls++;
+    // The questions asked during a run go to its `onEvent`.
+    const options = method === "retry" ? args[0] : args[1];
+    const runs = this.#questions && RUNS.has(method);
+    if (runs) this.#questions.listener = options?.onEvent ?? null;
     try {
       if (this.#telemetry) return await this.#telemetry.invoke(this, method, args, (a) => guard(() => core[method](...a)));
       return await guard(() => core[method](...args));
     } finally {
+      if (runs && this.#questions.listener === (options?.onEvent ?? null)) this.#questions.listener = null;
       if (--this.#calls === 0 && this.#disposed) this.#release();
     }
   }
@@ -251,7 +281,12 @@ export class Agent {
   submitToolResults(...a) { return this.#run("submitToolResults", a); }
   retry(...a) { return this.#run("retry", a); }
   handle(...a) { return this.#run("handle", a); }
-  messages(...a) { return this.#run("messages", a); }
+  async messages(...a) {
+    const page = await this.#run("messages", a);
+    const last = page.at(-1);
+    if (last && this.#questions && last.__id === this.#core.lastMessage()?.__id) this.#shown(last);
+    return page;
+  }
   audit(...a) { return this.#run("audit", a); }
   setToolPolicy(...a) { return this.#run("setToolPolicy", a); }
   grant(...a) { return this.#run("grant", a); }
@@ -260,16 +295,46 @@ export class Agent {
   refresh(...a) { return this.#run("refresh", a); }
   pendingTools() { return guard(() => this.#live("pendingTools").pendingTools()); }
   pendingToolResults() { return guard(() => this.#live("pendingToolResults").pendingToolResults()); }
+  /** The questions MCP servers ask while their calls run here (docs/design.md, "MCP elicitation"). */
+  pendingElicitations() {
+    this.#live("pendingElicitations");
+    return this.#questions?.pending() ?? [];
+  }
+  /** Answers them by id; the whole map is checked before any answer is sent. */
+  submitElicitations(answers) {
+    this.#live("submitElicitations");
+    if (this.#questions) return this.#questions.submit(answers);
+    if (answers === null || typeof answers !== "object" || Array.isArray(answers)) {
+      throw new GatehouseError("invalid_elicitation_answer",
+        "submitElicitations(answers): answers must be an object keyed by question id", false);
+    }
+    for (const id of Object.keys(answers)) {
+      throw new GatehouseError("unknown_elicitation", `no elicitation "${id}" waits for an answer`, false);
+    }
+  }
   status() { return guard(() => this.#live("status").status()); }
-  lastMessage() { return guard(() => this.#live("lastMessage").lastMessage()); }
+  lastMessage() { return this.#shown(guard(() => this.#live("lastMessage").lastMessage())); }
+  /** A message as this agent shows it: the tail with the questions waiting on its calls. */
+  #shown(message) {
+    return this.#questions ? this.#questions.shown(message) : message;
+  }
   toolPolicies() { return guard(() => this.#live("toolPolicies").toolPolicies()); }
   subscribe(listener) {
     if (typeof listener !== "function") {
       throw new GatehouseError("invalid_config", "subscribe(listener): the listener must be a function", false);
     }
     // Nothing is heard after dispose(), even from a call that finishes after it.
-    const off = guard(() => this.#live("subscribe").subscribe((change) => { if (!this.#disposed) listener(change); }));
-    return () => guard(off);
+    const heard = (change) => {
+      if (this.#disposed) return;
+      this.#shown(change.lastMessage);
+      listener(change);
+    };
+    const off = guard(() => this.#live("subscribe").subscribe(heard));
+    this.#listeners.add(heard);
+    return () => {
+      this.#listeners.delete(heard);
+      guard(off);
+    };
   }
   get threadId() { return guard(() => this.#live("threadId").threadId); }
   get messageCount() { return guard(() => this.#live("messageCount").messageCount); }

@@ -31,6 +31,7 @@ node_modules/.bin/wasm-opt "$out/${name}_bg.wasm" -Oz --converge \
   --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   -o "$out/${name}_bg.wasm"
-cp "pkg-template/$1/index.js" "$out/"
+# index.js, and the module's other JS (mcp/questions.js).
+cp "pkg-template/$1/"*.js "$out/"
 printf '%-24s %8d B raw %8d B gzip -9\n' "$1/${name}_bg.wasm" \
   "$(wc -c < "$out/${name}_bg.wasm")" "$(gzip -9 -c "$out/${name}_bg.wasm" | wc -c)"

@@ -48,7 +48,50 @@ export interface ToolEntry {
   /** Only on an entry a human edited (`["edit", inputs]`): the model's own arguments, while
    *  `inputs` holds the edited ones, which are what runs. */
   proposedInputs?: Record<string, unknown>;
+  /** Only while an MCP server's question about this running call waits for the user, on the
+   *  copies the agent that runs it hands out (`lastMessage()`, `messages()`, `subscribe`);
+   *  never stored: the `PendingElicitation` to answer with `submitElicitations`. */
+  elicitation?: PendingElicitation;
 }
+
+/** A question an MCP server asks the user while one of its tool calls runs (MCP
+ *  `elicitation/create`, revision 2025-11-25), as `pendingElicitations()` lists it.
+ *  `"form"`: fields to fill in, described by `requestedSchema` (a flat object of strings,
+ *  numbers, integers, booleans, enums and multi-selects). `"url"`: a page to open, for input
+ *  that must not pass through the agent (show its host; never open it without the user). */
+export type PendingElicitation = {
+  /** This agent's id of the question: the key of its answer. */
+  id: string;
+  /** The tool call whose server asks. */
+  callId: string;
+  server: string;
+  message: string;
+} & (
+  | { mode: "form"; requestedSchema: ElicitationSchema }
+  | { mode: "url"; url: string; elicitationId: string }
+);
+
+/** The form of a `"form"` elicitation (MCP's restricted JSON Schema). */
+export interface ElicitationSchema {
+  type: "object";
+  properties: Record<string, {
+    type: "string" | "number" | "integer" | "boolean" | "array";
+    title?: string; description?: string; default?: unknown;
+    enum?: string[]; enumNames?: string[]; oneOf?: { const: string; title?: string }[];
+    items?: { type?: "string"; enum?: string[]; anyOf?: { const: string; title?: string }[] };
+    minLength?: number; maxLength?: number; format?: "email" | "uri" | "date" | "date-time";
+    minimum?: number; maximum?: number; minItems?: number; maxItems?: number;
+  }>;
+  required?: string[];
+}
+
+/** An answer to one question: `"accept"` (a URL the user agreed to open, or a form without
+ *  required fields), `"decline"`, `"cancel"`, or MCP's own result: `{ action: "accept",
+ *  content }` with the form's fields. */
+export type ElicitationAnswer =
+  | "accept" | "decline" | "cancel"
+  | { action: "accept"; content?: Record<string, string | number | boolean | string[]> }
+  | { action: "decline" | "cancel" };
 
 export interface UserMessage {
   __id: string; role: "user"; content: ContentBlock[]; usage?: Usage; type?: undefined;
@@ -317,6 +360,13 @@ export type AgentEvent =
       code: "unreachable" | "unauthorized" | "http" | "timeout" | "protocol" | "rpc" | "aborted" | "cut_off";
       message: string; status?: number }
   | { type: "warning"; code: "mcp_tool_skipped"; message: string }
+  /** An MCP server asks the user something while `elicitation.callId` runs: answer it with
+   *  `submitElicitations`. (This and the next come from the package entry, not the Rust
+   *  `Event`: the questions wait in its JS, docs/design.md "MCP elicitation".) */
+  | { type: "elicitation_requested"; elicitation: PendingElicitation }
+  /** The question no longer waits: answered, or cancelled (the run was aborted, or the server
+   *  withdrew it or its call ended). */
+  | { type: "elicitation_ended"; id: string; callId: string; action: "accept" | "decline" | "cancel" }
   /** A `local` model getting its file ("download": from the network, "cache": from the
    *  browser's cache) or loading it ("load"). `total` is absent when the server does not say. */
   | { type: "model_progress"; phase: "download" | "cache" | "load"; loaded: number; total?: number }
@@ -411,7 +461,8 @@ export interface ThreadChange {
 }
 
 /** The `code` of a `GatehouseError`: the Rust errors' codes (`AgentError::code`), then the
- *  lifecycle codes of the package entry (`disposed`, `not_initialized`). */
+ *  codes of the package entry: lifecycle (`disposed`, `not_initialized`) and MCP
+ *  elicitation's answers (`unknown_elicitation`, `invalid_elicitation_answer`). */
 export type GatehouseErrorCode =
   | "conflict" | "not_suspended" | "invalid_decision" | "invalid_tool_results"
   | "unknown_call_id" | "expired" | "busy" | "network" | "provider" | "storage" | "invalid_config"
@@ -419,7 +470,8 @@ export type GatehouseErrorCode =
   | "unauthorized" | "disposed" | "not_initialized"
   | "model_not_gguf" | "model_checksum" | "model_download" | "quota_exceeded" | "out_of_memory"
   | "webgpu_unavailable"
-  | "invalid_grant" | "unknown_grant" | "too_many_grants" | "grant_revoked";
+  | "invalid_grant" | "unknown_grant" | "too_many_grants" | "grant_revoked"
+  | "unknown_elicitation" | "invalid_elicitation_answer";
 
 /** Added to the class by the package entry (gatehouse.js). */
 export interface Agent {
@@ -429,5 +481,12 @@ export interface Agent {
    *  `free()` and `[Symbol.dispose]()` do the same without returning the promise. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
+  /** The questions MCP servers ask the user while their calls run here (synchronous; `[]`
+   *  without `mcpServers`). */
+  pendingElicitations(): PendingElicitation[];
+  /** Answers questions of `pendingElicitations()`, keyed by their id. The whole map is
+   *  checked first: an unknown id (`unknown_elicitation`) or an answer that does not fit its
+   *  question (`invalid_elicitation_answer`) throws and answers none. */
+  submitElicitations(answers: Record<string, ElicitationAnswer>): void;
 }
 "#;

@@ -19,6 +19,8 @@ for (const file of sources) {
   }
 }
 for (const code of ['disposed', 'not_initialized']) produced.add(code); // pkg-template/gatehouse.js
+// MCP elicitation's answers are checked in JS (pkg-template/mcp/questions.js, gatehouse.js).
+for (const code of ['unknown_elicitation', 'invalid_elicitation_answer']) produced.add(code);
 
 const types = read('src/js/types.rs');
 const union = /export type GatehouseErrorCode =([^;]*);/.exec(types);

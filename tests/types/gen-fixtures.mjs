@@ -24,11 +24,14 @@ out.push(`export const suspended: ToolCallMessage = ${golden.slice(0, split).tri
 out.push(`export const thread: Message[] = ${golden.slice(split).trim()};`);
 // Keyed by `type`: a fixture whose type the union lacks is an excess property, and a member of
 // the union without a fixture is a missing one.
-const events = path.join(root, "tests/fixtures/events");
-const eventFiles = fs.readdirSync(events).filter((f) => f.endsWith(".json")).sort();
+// With the events the package entry emits itself (tests/fixtures/events-js: MCP elicitation's,
+// whose shape tests/browser/elicitation.test.mjs checks against what the page emits).
+const eventFiles = ["events", "events-js"].flatMap((d) => fs.readdirSync(path.join(root, "tests/fixtures", d))
+  .filter((f) => f.endsWith(".json")).map((f) => path.join(d, f)))
+  .sort((a, b) => path.basename(a).localeCompare(path.basename(b)));
 out.push("export const events: { [T in AgentEvent[\"type\"]]: AgentEvent & { type: T } } = {");
 for (const f of eventFiles) {
-  const json = fs.readFileSync(path.join(events, f), "utf8").trim();
+  const json = fs.readFileSync(path.join(root, "tests/fixtures", f), "utf8").trim();
   out.push(`  ${JSON.stringify(JSON.parse(json).type)}: ${json.replace(/\n/g, "\n  ")},`);
 }
 out.push("};");
