@@ -4,6 +4,7 @@ import type { CSSProperties, ReactNode } from "react";
 import type {
   Agent, AgentOptions, AgentState, Decisions, GatehouseError, Message, StorageOptions, ThreadStatus,
   PendingToolEntry, ThreadSummary, ToolEntry, ToolPolicy, ToolPolicyUpdate,
+  ElicitationAnswer, PendingElicitation,
 } from "./gatehouse.js";
 import type { CardDecision, ToolDisplay } from "./ui/index.js";
 
@@ -41,6 +42,8 @@ export interface UseAgent {
   pendingTools: PendingToolEntry[];
   /** External calls waiting for their result (`agent.pendingToolResults()`). */
   pendingToolResults: ToolEntry[];
+  /** Questions MCP servers ask while their calls run (`agent.pendingElicitations()`). */
+  pendingElicitations: PendingElicitation[];
   /** This thread's effective policy per tool (`agent.toolPolicies()`). */
   toolPolicies: Record<string, ToolPolicy>;
   /** A call of this hook is running. */
@@ -61,6 +64,9 @@ export interface UseAgent {
   stop(): void;
   /** This thread's policy for one tool (`agent.setToolPolicy`): resolves to true once stored. */
   setToolPolicy(name: string, policy: ToolPolicyUpdate): Promise<boolean>;
+  /** Answers questions by id (`agent.submitElicitations`): true when sent; a refused map
+   *  answers none and sets `error` (`unknown_elicitation`, `invalid_elicitation_answer`). */
+  answerElicitations(answers: Record<string, ElicitationAnswer>): boolean;
 }
 
 /** Opens `options.threadId` once per thread (also under StrictMode), disposes the agent on

@@ -19,7 +19,9 @@
 import { Fragment, createElement as h, useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { createPortal } from "react-dom";
 import init, { Agent, GatehouseError, isGatehouseError } from "./gatehouse.js";
-import { ApprovalCards as CardsKit, ChatView as ChatKit, Composer as ComposerKit, isSuspended } from "./ui/index.js";
+import {
+  ApprovalCards as CardsKit, ChatView as ChatKit, Composer as ComposerKit, QuestionCards as QuestionsKit, isSuspended,
+} from "./ui/index.js";
 import { messagesAfter } from "./ui/messages.js";
 
 const PAGE = 50; // messages per page of `messages` (`pageSize` option)
@@ -34,6 +36,7 @@ const IDLE = Object.freeze({
   lastMessage: null,
   pendingTools: [],
   pendingToolResults: [],
+  pendingElicitations: [],
   toolPolicies: {},
   streamingText: "",
   busy: false,
@@ -122,6 +125,7 @@ class Session {
       lastMessage: a.lastMessage() ?? null,
       pendingTools: a.pendingTools(),
       pendingToolResults: a.pendingToolResults(),
+      pendingElicitations: a.pendingElicitations(),
       toolPolicies: a.toolPolicies(),
       ...extra,
     });
@@ -224,6 +228,21 @@ class Session {
     }
   }
 
+  /** Answers MCP servers' questions (`submitElicitations`): true when sent; a refused map
+   *  answers none and becomes `error`. */
+  answer(answers) {
+    const a = this.agent;
+    if (!a || this.closed) return false;
+    try {
+      a.submitElicitations(answers);
+      this.#read({ error: null });
+      return true;
+    } catch (e) {
+      this.#set({ error: gatehouseError(e) });
+      return false;
+    }
+  }
+
   stop() {
     this.abort?.abort();
   }
@@ -242,6 +261,8 @@ class Session {
       lastMessage: () => a.lastMessage(),
       pendingTools: () => a.pendingTools(),
       pendingToolResults: () => a.pendingToolResults(),
+      pendingElicitations: () => a.pendingElicitations(),
+      submitElicitations: (answers) => a.submitElicitations(answers),
       toolPolicies: () => a.toolPolicies(),
       messages: (o) => a.messages(o),
       audit: (o) => a.audit(o),
@@ -319,6 +340,7 @@ export function useAgent(options) {
   const retry = useCallback(() => run("retry", []), [run]);
   const setToolPolicy = useCallback((name, policy) => run("setToolPolicy", [name, policy]).then((ok) => ok === true), [run]);
   const stop = useCallback(() => sessionRef.current?.stop(), []);
+  const answerElicitations = useCallback((answers) => sessionRef.current?.answer(answers) ?? false, []);
   const loadOlder = useCallback(() => sessionRef.current?.loadOlder() ?? Promise.resolve(), []);
 
   // On the render where `threadId` changed, the hook shows nothing of the old thread: its
@@ -327,6 +349,7 @@ export function useAgent(options) {
   return {
     ...(session && state.key === key ? state : IDLE),
     send, chat: send, decide, submitToolResults, retry, stop, setToolPolicy, loadOlder,
+    answerElicitations,
     [SESSION]: session,
   };
 }
@@ -512,10 +535,13 @@ function useMemoOn(make, deps) {
 }
 
 /** The approval cards of the thread `chat` (useAgent's result) shows: one per gated call of
- *  the suspended tail; decisions go through the hook, and its errors show on their cards. */
+ *  the suspended tail; decisions go through the hook, and its errors show on their cards.
+ *  Under them, a card per question an MCP server asks while a call runs (its answer goes to
+ *  `submitElicitations`; a refused one shows on its card). */
 export function ApprovalCards({ chat, tools, labels, approvalRenderers, alwaysAllow = true, grantScopes = [], bulk = true, className, style }) {
   const root = useRef(null);
   const [kit, setKit] = useState(null);
+  const [questions, setQuestions] = useState(null);
   const latest = useLatest(chat);
   const cards = useCardRenderers(approvalRenderers);
   useLayoutEffect(() => {
@@ -544,13 +570,29 @@ export function ApprovalCards({ chat, tools, labels, approvalRenderers, alwaysAl
         }
         : undefined,
     });
-    root.current.append(c.el);
+    // The questions MCP servers ask while a call runs, under the cards.
+    const q = new QuestionsKit({
+      labels: labels ?? {},
+      onAnswer: (id, answer) => {
+        const s = session();
+        if (!s) throw fault("disposed", "the thread is not open");
+        s.agent.submitElicitations({ [id]: answer });
+      },
+    });
+    root.current.append(c.el, q.el);
     setKit(c);
-    return () => c.el.remove();
+    setQuestions(q);
+    return () => {
+      c.el.remove();
+      q.el.remove();
+    };
   }, []);
   useLayoutEffect(() => {
     kit?.update(chat?.lastMessage, { busy: !chat?.ready || !!chat?.busy, pending: chat?.pendingTools });
   }, [kit, chat?.lastMessage, chat?.ready, chat?.busy, chat?.pendingTools]);
+  useLayoutEffect(() => {
+    questions?.update(chat?.pendingElicitations ?? []);
+  }, [questions, chat?.pendingElicitations]);
   useEffect(() => {
     if (kit && tools) kit.setTools(tools);
   }, [kit, tools]);

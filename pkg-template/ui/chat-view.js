@@ -7,6 +7,7 @@
 
 import { Announcer } from './announcer.js';
 import { ApprovalCards, h, isSuspended } from './cards.js';
+import { QuestionCards } from './questions.js';
 import { Composer } from './composer.js';
 import { describeError, isGatehouseError, retryNote } from './errors.js';
 import { setMarkdown } from './markdown.js';
@@ -48,6 +49,11 @@ export class ChatView {
       onAlwaysAllow: (entry, scope) => this.alwaysAllow(entry, scope),
     });
     this.labels = this.cards.labels; // one map: the cards' and the log's names of the tools
+    // The questions MCP servers ask while a call runs (pendingElicitations).
+    this.questions = new QuestionCards({
+      labels,
+      onAnswer: (id, answer) => this.agent?.submitElicitations({ [id]: answer }),
+    });
     this.log = new MessageList(this.labels);
     this.streamSlot = h('div', { class: 'gh-stream-slot' });
     this.bannerText = h('p', { class: 'gh-banner-text' });
@@ -60,7 +66,7 @@ export class ChatView {
       h('span', { class: 'gh-banner-icon', 'aria-hidden': 'true' }, '!'), this.bannerText, this.settingsBtn, this.retryBtn);
     // Not a live region (the announcer is): focusable, so the keyboard can scroll it.
     this.scroller = h('div', { class: 'gh-log', role: 'region', tabindex: '0', 'aria-label': 'Conversation' },
-      this.log.el, this.streamSlot, this.cards.el, this.banner);
+      this.log.el, this.streamSlot, this.cards.el, this.questions.el, this.banner);
 
     this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.abort?.abort() });
     // The composer's parts, by their names of old (the demo app focuses `view.input`).
@@ -401,6 +407,12 @@ export class ChatView {
         this.render();
         break;
       }
+      case 'elicitation_requested':
+      case 'elicitation_ended': {
+        this.questions.update(this.#questions());
+        if (ev.type === 'elicitation_requested') this.announcer.say(`${ev.elicitation.server} asks: ${ev.elicitation.message}`);
+        break;
+      }
       case 'tool_result': {
         const s = this.#streamBubble();
         s.note.textContent = `${this.labels[ev.name] || ev.name} ${ev.ok ? 'finished' : 'failed'}; waiting for the model…`;
@@ -458,7 +470,17 @@ export class ChatView {
     }
   }
 
+  /** The questions MCP servers ask now (none from an agent without the method). */
+  #questions() {
+    try {
+      return this.agent?.pendingElicitations?.() ?? [];
+    } catch {
+      return [];
+    }
+  }
+
   render() {
+    this.questions.update(this.#questions());
     this.log.render(this.messages, {
       hiddenCount: this.hiddenCount, busy: this.busy, empty: () => this.#emptyState(),
     });

@@ -1,6 +1,8 @@
 // gatehouse-agent/ui: the approval cards, the composer, the chat view and the <gatehouse-chat>
 // element (gatehouse-agent/ui/element). Importing it defines nothing.
-import type { Agent, DecisionKind, GrantScope, Message, PendingToolEntry, Tool, ToolEntry } from "../gatehouse.js";
+import type {
+  Agent, DecisionKind, ElicitationAnswer, GrantScope, Message, PendingElicitation, PendingToolEntry, Tool, ToolEntry,
+} from "../gatehouse.js";
 
 /** True when `message` is a tool-call message with at least one entry waiting for a decision. */
 export declare function isSuspended(message: Message | null | undefined): boolean;
@@ -56,6 +58,25 @@ export interface ApprovalCardsOptions {
   labels?: Record<string, string>;
   /** Cards the app draws, by tool name; other tools get the default card. */
   renderers?: Record<string, CardRenderer>;
+}
+
+/** The host a URL leads to (what a URL-mode question's card shows first). */
+export declare function hostOf(url: string): string;
+
+/** Cards for the questions MCP servers ask while their calls run: a form built from the
+ *  question's schema, or in URL mode the page to open, its host shown. `ChatView` and the
+ *  React `ApprovalCards` include them. */
+export declare class QuestionCards {
+  constructor(options: {
+    /** Sends one answer (`agent.submitElicitations({ [id]: answer })`); a throw or a
+     *  rejection shows on the card, which can then be answered again. */
+    onAnswer: (id: string, answer: ElicitationAnswer) => void | Promise<unknown>;
+    /** Display names, keyed by MCP server name. */
+    labels?: Record<string, string>;
+  });
+  readonly el: HTMLElement;
+  /** Shows `agent.pendingElicitations()`: a card per new question, none for answered ones. */
+  update(pending: PendingElicitation[]): void;
 }
 
 /** The approvals section: one card per gated entry of the thread's last message. */

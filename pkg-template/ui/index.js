@@ -7,6 +7,7 @@
 
 export { ApprovalCards, approvalEntries, isSuspended, prettyInputs, progressText, h } from './cards.js';
 export { ChatView } from './chat-view.js';
+export { QuestionCards, hostOf } from './questions.js';
 export { Composer } from './composer.js';
 export { messageText } from './message-list.js';
 export { describeError } from './errors.js';
