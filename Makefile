@@ -207,7 +207,7 @@ test-browser: pkg setup-browser
 # test-demo): the browser suite's and the demo's, against tests/mcp/server.mjs, the MCP
 # TypeScript SDK's server, which each test file starts and stops itself.
 test-mcp: pkg setup-browser
-	node tests/browser/run.mjs tests/browser/mcp.test.mjs
+	node tests/browser/run.mjs tests/browser/mcp.test.mjs tests/browser/elicitation.test.mjs
 	node tests/demo/run.mjs mcp
 
 # The local provider (a GGUF model in the page, tests/local/): the main entry's size and what

@@ -45,6 +45,8 @@ before(async () => {
   copyFileSync(path.join(PKG, 'gatehouse_bg.wasm'), path.join(OUT, 'gatehouse_bg.wasm'));
   // The demo model's wasm, which its module (inlined into the bundle) looks for beside it.
   copyFileSync(path.join(PKG, 'demo-model/model_bg.wasm'), path.join(OUT, 'model_bg.wasm'));
+  // The MCP client's wasm likewise (its module is inlined too).
+  copyFileSync(path.join(PKG, 'mcp/client_bg.wasm'), path.join(OUT, 'client_bg.wasm'));
 });
 
 const T = { timeout: 60_000 };
@@ -52,7 +54,7 @@ const call = (id, p) => ({ toolCalls: [{ id, name: 'delete_file', arguments: { p
 
 /** A tab of `context` with the app on `thread`; `errors` collects page errors and console
  *  errors and warnings (React reports its own problems there). */
-async function tab(context, { thread, db, sc, page: pageSize, reenter }) {
+async function tab(context, { thread, db, sc, page: pageSize, reenter, mcp }) {
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
   const errors = [];
@@ -61,7 +63,7 @@ async function tab(context, { thread, db, sc, page: pageSize, reenter }) {
     if (m.type() === 'error' || m.type() === 'warning') errors.push(`console.${m.type()}: ${m.text()}`);
   });
   const q = new URLSearchParams({ thread, db, base: `${sc.server}/s/${sc.id}/v1`, ...(pageSize ? { page: String(pageSize) } : {}),
-    ...(reenter ? { reenter } : {}) });
+    ...(reenter ? { reenter } : {}), ...(mcp ? { mcp } : {}) });
   await page.goto(`${h.url}/tests/browser/react/page.html?${q}`);
   // The first page of a context loads the bundled app: on a busy machine that can take over 10 s.
   await page.locator('#chat[data-ready="true"]').waitFor({ timeout: 30_000 });
@@ -382,4 +384,42 @@ test('re-entrancy: every hook action from every place the app reacts works or is
   }
   console.log(`hook re-entrancy: ${TRIGGERS.length * ACTIONS.length} combinations; errors by code:`,
     Object.fromEntries([...tally].sort()));
+});
+
+test('MCP elicitation: <ApprovalCards> renders the server\'s question as a form; useAgent lists it and answerElicitations checks answers', T, async (t) => {
+  const { startMcpServer } = await import('../mcp/server.mjs');
+  const mcp = await startMcpServer({ elicitation: true });
+  const context = await h.newContext();
+  t.after(async () => { await context.close().catch(() => {}); await mcp.close(); });
+  const ask = (id) => ({ toolCalls: [{ id, name: 'files__ask', arguments: { kind: 'form' } }] });
+  const sc = await h.scenario([ask('q1'), ask('q2'), { text: 'Pushed twice.' }]);
+  const { page, errors } = await tab(context, { thread: uid('t'), db: uid('db'), sc, mcp: mcp.url });
+  await page.evaluate(() => window.hook.setToolPolicy('files__ask', { autoApprove: true }));
+  const from = mcp.log.length;
+  await send(page, 'push');
+  // The kit's card under the approval cards, built from the question's schema.
+  const card = page.locator('#kit-cards .gh-question');
+  await card.waitFor();
+  assert.match(await page.locator('#questions').innerText(), /^elicit_\d+:q1$/);
+  assert.equal(await card.locator('.gh-q-message').innerText(), 'Which branch?');
+  await card.locator('input[name="branch"]').fill('main');
+  await card.locator('button[type="submit"]').click();
+  // The second question, answered through the hook: a bad answer is refused, nothing sent.
+  await page.locator('#questions', { hasText: ':q2' }).waitFor();
+  const r = await page.evaluate(() => {
+    const [q] = window.hook.pendingElicitations;
+    const bad = window.hook.answerElicitations({ [q.id]: { action: 'accept', content: { branch: 42 } } });
+    return { id: q.id, bad };
+  });
+  assert.equal(r.bad, false);
+  await page.locator('#chat[data-error="invalid_elicitation_answer"]').waitFor();
+  assert.equal(await page.evaluate((id) => window.hook.answerElicitations({ [id]: 'decline' }), r.id), true);
+  await page.locator('#chat[data-status="idle"]').waitFor();
+  await card.waitFor({ state: 'detached' });
+  assert.equal(await page.locator('#questions').innerText(), '');
+  assert.equal(await page.locator('#last').innerText(), 'Pushed twice.');
+  const answers = mcp.log.slice(from).filter((m) => m.method === undefined && m.id !== undefined).map((m) => m.result);
+  // (An unticked box is sent as false.)
+  assert.deepEqual(answers, [{ action: 'accept', content: { branch: 'main', force: false } }, { action: 'decline' }]);
+  assert.deepEqual(errors, []);
 });

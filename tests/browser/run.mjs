@@ -52,6 +52,7 @@ const CORE = [
   ['stress.test.mjs', ' on one thread with(out)? Web Locks'],
   ['status-while-running.test.mjs', '^status\\(\\) is "running" in the agent that runs it'],
   ['mcp.test.mjs', '^(listed and namespaced|reload mid-approval, then approve|two tabs on one thread approve|a page that died while its tools/call)'],
+  ['elicitation.test.mjs', '^(a form: shown|the ui kit)'],
 ];
 
 function parseArgs(argv) {

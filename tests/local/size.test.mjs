@@ -124,7 +124,8 @@ test('the main entry imports nothing of the MCP client, and its wasm holds none 
   const graph = staticGraph('gatehouse.js');
   assert.deepEqual(graph.filter((f) => f.startsWith('mcp/')), []);
   // Texts only the transport sends: they are in the client's wasm, not in the main one.
-  for (const text of ['notifications/initialized', 'mcp-session-id', 'mcp-protocol-version']) {
+  // (MCP elicitation too: the questions are read in the client's wasm, docs/design.md.)
+  for (const text of ['notifications/initialized', 'mcp-session-id', 'mcp-protocol-version', 'elicitation/create', 'requestedSchema']) {
     assert.ok(read('mcp/client_bg.wasm').toString('latin1').includes(text), text);
     assert.ok(!read('gatehouse_bg.wasm').toString('latin1').includes(text), text);
   }
@@ -135,7 +136,7 @@ test('the main entry imports nothing of the MCP client, and its wasm holds none 
   assert.match(entry, /\? \(await import\("\.\/webmcp\.js"\)\)\.connect\(config\)/);
   assert.deepEqual(graph.filter((f) => ['webmcp.js', 'telemetry.js', 'ag-ui.js'].includes(f)), []);
   const gz = (files) => gzipSync(Buffer.concat(files.map(read)), { level: 9 }).length;
-  console.log(`MCP client (only for mcpServers): JS ${gz(['mcp/index.js', 'mcp/client.js'])} B gzip, wasm ${gz(['mcp/client_bg.wasm'])} B gzip`);
+  console.log(`MCP client (only for mcpServers): JS ${gz(['mcp/index.js', 'mcp/client.js', 'mcp/questions.js'])} B gzip, wasm ${gz(['mcp/client_bg.wasm'])} B gzip`);
 });
 
 test('a page without mcpServers fetches nothing of the MCP client; one with a server loads it, lists and calls', { timeout: 60_000 }, async () => {
@@ -170,7 +171,7 @@ test('a page without mcpServers fetches nothing of the MCP client; one with a se
     assert.match(r.seen, /\/tmp\/x/, JSON.stringify(r)); // the server's answer, as the model sees it
     assert.deepEqual(mcp.log.filter((m) => m.method === 'tools/call').map((m) => m.params),
       [{ name: 'read_file', arguments: { path: '/tmp/x' } }]);
-    assert.deepEqual(fetched(), ['/pkg/mcp/client.js', '/pkg/mcp/client_bg.wasm', '/pkg/mcp/index.js']);
+    assert.deepEqual(fetched(), ['/pkg/mcp/client.js', '/pkg/mcp/client_bg.wasm', '/pkg/mcp/index.js', '/pkg/mcp/questions.js']);
   } finally {
     await h.close();
     await mcp.close();

@@ -5,6 +5,9 @@
 // Every JSON-RPC message it receives is logged (`log`), so a test can count the `tools/call`s.
 //
 //   const mcp = await startMcpServer();   // mcp.url: the endpoint (/mcp); /auth/mcp wants
+//   startMcpServer({ elicitation: true }) // adds the tool `ask` ({ kind }), which asks the user
+//                                         //   through elicitation/create (below) and returns
+//                                         //   what it got as JSON
 //   mcp.log                               //   `authorization: Bearer <AUTH_TOKEN>`;
 //                                         //   /nocors/mcp sends no CORS headers
 //   await mcp.restart()                   // same port, every session forgotten
@@ -26,6 +29,40 @@ import { z } from 'zod';
 export const AUTH_TOKEN = 'mcp-test-token';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// `ask`: one elicitation/create per call, of the `kind` asked for:
+//   form       a form (branch: string, required; force: boolean), on the call's own stream
+//   url        URL mode (a bank's sign-in page), on the call's own stream
+//   unrelated  the same form, sent on the GET stream (no related request)
+//   brief      the form with a 1.5 s timeout: the server gives up and cancels the request
+const FORM = {
+  message: 'Which branch?',
+  requestedSchema: { type: 'object', properties: {
+    branch: { type: 'string', title: 'Branch', minLength: 1 },
+    force: { type: 'boolean', title: 'Force push' },
+  }, required: ['branch'] },
+};
+export const SIGN_IN_URL = 'https://bank.example/connect?session=42';
+
+function registerAsk(server) {
+  let n = 0;
+  server.registerTool('ask', {
+    description: 'Asks the user something',
+    inputSchema: { kind: z.enum(['form', 'url', 'unrelated', 'brief']) },
+  }, async ({ kind }, extra) => {
+    const related = { relatedRequestId: extra.requestId };
+    const params = kind === 'url'
+      ? { mode: 'url', message: 'Connect your bank account', url: SIGN_IN_URL, elicitationId: `e${++n}` }
+      : FORM;
+    const options = kind === 'unrelated' ? {} : kind === 'brief' ? { ...related, timeout: 1500 } : related;
+    try {
+      const answer = await server.server.elicitInput(params, options);
+      return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
+    } catch (e) {
+      return { content: [{ type: 'text', text: `not answered: ${e.message}` }], isError: true };
+    }
+  });
+}
 
 function registerTools(server, extra) {
   server.registerTool('read_file', {
@@ -73,7 +110,7 @@ function readJson(req) {
   });
 }
 
-export async function startMcpServer({ port = 0 } = {}) {
+export async function startMcpServer({ port = 0, elicitation = false } = {}) {
   const log = []; // { session, method, id, params } of every message received
   const extraTools = [];
   let openStreams = 0; // GET streams (for server notifications) now open
@@ -101,7 +138,8 @@ export async function startMcpServer({ port = 0 } = {}) {
     // `rejected`: answered 404/400 here, never handed to the SDK (no tool ran).
     const rejected = !entry && (sid !== undefined || body?.method !== 'initialize');
     for (const m of [body ?? []].flat()) {
-      log.push({ session: sid ?? null, method: m.method, id: m.id, params: m.params, rejected });
+      log.push({ session: sid ?? null, method: m.method, id: m.id, params: m.params, rejected,
+        result: m.result, error: m.error });
     }
     if (!entry) {
       if (rejected) {
@@ -110,6 +148,7 @@ export async function startMcpServer({ port = 0 } = {}) {
       }
       const server = new McpServer({ name: 'gatehouse-test', version: '1.0.0' });
       registerTools(server, extraTools);
+      if (elicitation) registerAsk(server);
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => sessions.set(id, entry),

@@ -30,7 +30,7 @@ const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gateh
   // gatehouse-agent/ag-ui, the AG-UI adapter.
   "ag-ui.js", "ag-ui.d.ts",
   "react.js", "react.d.ts", "ui/index.js", "ui/index.d.ts", "ui/announcer.js", "ui/cards.js", "ui/chat-view.js", "ui/composer.js",
-  "ui/element.js", "ui/element.d.ts", "ui/errors.js", "ui/markdown.js", "ui/message-list.js", "ui/messages.js", "ui/widget.js",
+  "ui/element.js", "ui/element.d.ts", "ui/errors.js", "ui/markdown.js", "ui/message-list.js", "ui/messages.js", "ui/questions.js", "ui/widget.js",
   "ui/gatehouse.css",
   // gatehouse-agent/server: its entry, its modules by job, and its wasm core.
   "server.js", "server.d.ts", "server/core.js", "server/core.d.ts", "server/core_bg.wasm", "server/cursor.js",
@@ -47,7 +47,7 @@ const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gateh
   "local/wllama/compat/wllama.js", "local/wllama/compat/wllama.wasm",
   "demo-model/index.js", "demo-model/model.js", "demo-model/model_bg.wasm",
   // The MCP client's module (only for mcpServers), and the loader both modules share.
-  "mcp/index.js", "mcp/client.js", "mcp/client_bg.wasm", "load-wasm.js"];
+  "mcp/index.js", "mcp/questions.js", "mcp/client.js", "mcp/client_bg.wasm", "load-wasm.js"];
 const unexpected = listing.filter((f) => !wanted.includes(f.replace(/^package\//, "")) && !/^package\/snippets\/[^/]+\/.+\.js$/.test(f));
 const missing = wanted.filter((f) => !listing.includes("package/" + f));
 if (unexpected.length || missing.length || !listing.some((f) => f.endsWith("/src/js/error.js"))) {

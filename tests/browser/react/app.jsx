@@ -13,6 +13,9 @@ const threadId = params.get('thread');
 const database = params.get('db');
 const baseUrl = params.get('base');
 const pageSize = Number(params.get('page') ?? 50);
+// ?mcp=<url>: the agent also has the MCP server `files` (its questions: elicitation).
+const mcpUrl = params.get('mcp');
+const mcpServers = mcpUrl ? [{ name: 'files', url: mcpUrl }] : undefined;
 // ?reenter=<trigger>:<action>: the re-entrancy matrix of react.test.mjs (reenter below).
 const reenterParam = params.get('reenter') ?? ':';
 const trigger = reenterParam.slice(0, reenterParam.lastIndexOf(':'));
@@ -87,7 +90,7 @@ function reenter(why) {
 const textOf = (m) => (m?.content ?? []).filter((b) => b.type === 'text').map((b) => b.content).join('');
 
 function Chat() {
-  const a = useAgent({ threadId, model: { provider: 'openai', baseUrl, model: 'gpt-test' }, storage, tools, pageSize });
+  const a = useAgent({ threadId, model: { provider: 'openai', baseUrl, model: 'gpt-test' }, storage, tools, pageSize, mcpServers });
   window.hook = a;
   useEffect(() => { probe.effectRuns++; }, []);
   if (a.streamingText && probe.streamed.at(-1) !== a.streamingText) probe.streamed.push(a.streamingText);
@@ -113,6 +116,7 @@ function Chat() {
     <section id="chat" data-status={a.status} data-ready={String(a.ready)} data-error={a.error ? a.error.code ?? String(a.error) : ''}>
       <p id="last">{textOf(a.lastMessage)}</p>
       <p id="streaming">{a.streamingText}</p>
+      <p id="questions">{a.pendingElicitations.map((q) => `${q.id}:${q.callId}`).join(',')}</p>
       <ul id="cards">
         {a.pendingTools.map((t) => (
           <li className="card" key={t.callId} data-call-id={t.callId}>
