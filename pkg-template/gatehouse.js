@@ -206,10 +206,12 @@ export class Agent {
       const { localModel } = await import("./local/index.js");
       options = { ...options, model: localModel(options.model, invalid) };
     }
-    // The MCP servers' questions: their module loads only for an agent with MCP servers.
-    const questions = Array.isArray(options?.mcpServers) && options.mcpServers.length > 0
-      ? new (await import("./mcp/questions.js")).Questions() : null;
     const core = await coreFor(options?.storage);
+    // The MCP servers' questions: their module loads only for an agent with MCP servers; a
+    // form's answer is checked with this module's schema validator.
+    const questions = Array.isArray(options?.mcpServers) && options.mcpServers.length > 0
+      ? new (await import("./mcp/questions.js")).Questions((schema, content) => guard(() => core.checkJson(schema, content)))
+      : null;
     return new Agent(await guard(() => core.open(options)), telemetry, questions);
   }
 

@@ -20,6 +20,13 @@ export class Questions {
   listener = null;
   /** Tells the agent's subscribers that what they show changed. */
   changed = () => {};
+  #fits;
+
+  /** @param {(schema: string, content: string) => string | undefined} fits  the main wasm's
+   *  schema check (`checkJson`): why a form's content does not fit it, or undefined. */
+  constructor(fits) {
+    this.#fits = fits;
+  }
 
   /** The main wasm's hook (`setElicitationHook`), which binds the first three to the call:
    *  resolves to the answer's `ElicitResult` as JSON text. */
@@ -64,7 +71,7 @@ export class Questions {
   /** Answers by question id. The whole map is checked first (`checkAnswers`); then each
    *  answer is sent. */
   submit(answers) {
-    const checked = checkAnswers(answers, (id) => this.#waiting.get(id));
+    const checked = checkAnswers(answers, (id) => this.#waiting.get(id), this.#fits);
     for (const [w, result] of checked) w.end(result);
   }
 
@@ -82,8 +89,9 @@ export class Questions {
 
 /** Checks answers against the questions `waiting(id)` finds, all before any is sent: an id
  *  that waits for nothing is `unknown_elicitation`; an answer that is not one of the forms
- *  or does not fit its question is `invalid_elicitation_answer`. */
-export function checkAnswers(answers, waiting) {
+ *  (the MCP client's `checkAnswer`) or whose content does not fit the form (`fits`) is
+ *  `invalid_elicitation_answer`. */
+export function checkAnswers(answers, waiting, fits) {
   if (answers === null || typeof answers !== "object" || Array.isArray(answers)) {
     throw fault("invalid_elicitation_answer", "submitElicitations(answers): answers must be an object keyed by question id");
   }
@@ -93,11 +101,14 @@ export function checkAnswers(answers, waiting) {
     if (!w) throw fault("unknown_elicitation", `no elicitation "${id}" waits for an answer`);
     let result;
     try {
-      result = checkAnswer(w.question, JSON.stringify(answer ?? null) ?? "null");
+      result = JSON.parse(checkAnswer(w.question, JSON.stringify(answer ?? null) ?? "null"));
     } catch (e) {
       throw fault("invalid_elicitation_answer", `${id}: ${e?.message ?? e}`);
     }
-    checked.push([w, JSON.parse(result)]);
+    const schema = w.entry.requestedSchema;
+    const why = result.content && schema ? fits(JSON.stringify(schema), JSON.stringify(result.content)) : undefined;
+    if (why) throw fault("invalid_elicitation_answer", `${id}: ${why}`);
+    checked.push([w, result]);
   }
   return checked;
 }

@@ -188,6 +188,16 @@ impl Agent {
         self.a.set_elicitation_hook(hook);
     }
 
+    /// For the package entry: why a question's answer (`content`, JSON text) does not fit its
+    /// form (`schema`, JSON text), or `undefined` when it does. The schema validator is this
+    /// wasm's, so the MCP client's module need not carry one (docs/design.md, "MCP
+    /// elicitation").
+    #[cfg(not(feature = "mcp"))]
+    #[wasm_bindgen(js_name = checkJson, skip_typescript)]
+    pub fn check_json(schema: &str, content: &str) -> Option<String> {
+        crate::mcp::elicit::fits_text(schema, content).err()
+    }
+
     #[wasm_bindgen(js_name = setBackgroundHook, skip_typescript)]
     pub fn set_background_hook(&self, hook: Option<js_sys::Function>) {
         use crate::driver::events::BackgroundHook;

@@ -132,9 +132,20 @@ fn check_url(url: &str) -> Result<(), String> {
 
 /// The app's answer as the server's `ElicitResult`: `"decline"`, `"cancel"`, `"accept"` (a
 /// URL, or a form without required fields), or `{ action, content? }` as the protocol writes
-/// it (`content` only for a form's accept, checked against its schema). `Err` says why the
-/// answer was refused; nothing is sent then.
+/// it (`content` only for a form's accept, checked against its schema by [`fits`]). `Err`
+/// says why the answer was refused; nothing is sent then.
 pub fn answer(e: &Elicitation, given: &Value) -> Result<Value, String> {
+    let result = shaped(e, given)?;
+    if let (Some(schema), Some(content)) = (&e.requested_schema, result.get("content")) {
+        fits(schema, content)?;
+    }
+    Ok(result)
+}
+
+/// [`answer`] without the schema's check of the content: the MCP client's module does this
+/// part, and the package's JS the rest with the main wasm's validator ([`fits_text`]), which
+/// the module would otherwise carry a second copy of.
+pub fn shaped(e: &Elicitation, given: &Value) -> Result<Value, String> {
     let (action, content) = match given {
         Value::String(a) => (a.as_str(), None),
         Value::Object(o) => {
@@ -163,7 +174,14 @@ pub fn answer(e: &Elicitation, given: &Value) -> Result<Value, String> {
             None => Ok(json!({ "action": "accept" })),
             Some(schema) => {
                 let content = content.cloned().unwrap_or(Value::Object(Map::new()));
-                check_content(schema, &content)?;
+                let fields = content.as_object().ok_or("`content` must be an object")?;
+                let props = schema.get("properties").and_then(Value::as_object);
+                if let Some(k) = fields
+                    .keys()
+                    .find(|k| !props.is_some_and(|p| p.contains_key(*k)))
+                {
+                    return Err(format!("the form has no field {k:?}"));
+                }
                 Ok(json!({ "action": "accept", "content": content }))
             }
         },
@@ -173,29 +191,30 @@ pub fn answer(e: &Elicitation, given: &Value) -> Result<Value, String> {
     }
 }
 
-/// An answer to a question as the agent's JS holds them (the question as [`parse`] read it,
-/// both JSON text): the result to send, or why the answer was refused.
+/// [`shaped`] for an answer as the agent's JS holds it (the question as [`parse`] read it,
+/// both JSON text): the result to send once its content [`fits`], or why the answer was
+/// refused.
 pub fn check(question: &str, given: &str) -> Result<String, String> {
     let q: Value = serde_json::from_str(question).map_err(|e| format!("the question: {e}"))?;
     let given: Value = serde_json::from_str(given).map_err(|e| format!("the answer: {e}"))?;
-    Ok(answer(&parse(&q)?, &given)?.to_string())
+    Ok(shaped(&parse(&q)?, &given)?.to_string())
 }
 
-fn check_content(schema: &Value, content: &Value) -> Result<(), String> {
-    let fields = content.as_object().ok_or("`content` must be an object")?;
-    let props = schema.get("properties").and_then(Value::as_object);
-    if let Some(k) = fields
-        .keys()
-        .find(|k| !props.is_some_and(|p| p.contains_key(*k)))
-    {
-        return Err(format!("the form has no field {k:?}"));
-    }
+/// A form's content against its schema (required fields, types, enums, lengths, ranges).
+pub fn fits(schema: &Value, content: &Value) -> Result<(), String> {
     crate::schema::validate(schema, content).map_err(|errors| {
         format!(
             "the answer does not fit the form: {}",
             crate::schema::format_errors(&errors)
         )
     })
+}
+
+/// [`fits`] from JSON text (the main wasm's part of checking an answer: `checkJson`).
+pub fn fits_text(schema: &str, content: &str) -> Result<(), String> {
+    let schema: Value = serde_json::from_str(schema).map_err(|e| format!("the form: {e}"))?;
+    let content: Value = serde_json::from_str(content).map_err(|e| format!("the answer: {e}"))?;
+    fits(&schema, &content)
 }
 
 #[cfg(test)]
@@ -286,12 +305,24 @@ mod tests {
 
     #[test]
     fn a_question_as_shown_reads_back_for_its_answer() {
-        let q = serde_json::to_string(&form()).unwrap();
+        let f = form();
+        let q = serde_json::to_string(&f).unwrap();
         let ok = check(&q, r#"{"action":"accept","content":{"branch":"main"}}"#).unwrap();
         assert_eq!(ok, r#"{"action":"accept","content":{"branch":"main"}}"#);
-        assert!(check(&q, r#""accept""#).is_err(), "branch is required");
+        assert!(check(&q, r#"{"action":"accept","content":{"nope":1}}"#).is_err());
         assert!(check(&q, "{oops").is_err());
         assert!(check("{}", r#""decline""#).is_err(), "not a question");
+        // The schema's part, from the text the JS side holds: the two together are `answer`.
+        let schema = f.requested_schema.as_ref().unwrap().to_string();
+        assert_eq!(fits_text(&schema, r#"{"branch":"main"}"#), Ok(()));
+        let missing = check(&q, r#""accept""#).unwrap();
+        let missing: Value = serde_json::from_str(&missing).unwrap();
+        assert!(
+            fits_text(&schema, &missing["content"].to_string()).is_err(),
+            "branch is required"
+        );
+        assert!(fits_text(&schema, r#"{"branch":""}"#).is_err());
+        assert!(fits_text("{oops", "{}").is_err());
     }
 
     #[test]
