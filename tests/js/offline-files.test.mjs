@@ -16,3 +16,12 @@ test('www/sw.js caches every module of the UI kit', () => {
     .filter((f) => f.endsWith('.js') || f.endsWith('.css')).map((f) => `ui/${f}`);
   assert.deepEqual(shipped.filter((f) => !listed.has(f)), []);
 });
+
+// The same for the MCP client's JS (an agent with mcpServers imports mcp/questions.js as it
+// opens: missing from the cache, the offline demo could not open one).
+test('www/sw.js caches every JS module of the MCP client', () => {
+  const sw = fs.readFileSync(path.join(root, 'www/sw.js'), 'utf8');
+  const listed = new Set([...sw.matchAll(/'\.\.\/pkg\/(mcp\/[^']+)'/g)].map((m) => m[1]));
+  const shipped = fs.readdirSync(path.join(root, 'pkg-template/mcp')).filter((f) => f.endsWith('.js')).map((f) => `mcp/${f}`);
+  assert.deepEqual(shipped.filter((f) => !listed.has(f)), []);
+});
