@@ -286,7 +286,8 @@ export class Agent {
   async messages(...a) {
     const page = await this.#run("messages", a);
     const last = page.at(-1);
-    if (last && this.#questions && last.__id === this.#core.lastMessage()?.__id) this.#shown(last);
+    // (Not after a dispose() made while it read: the agent may be released by now.)
+    if (last && this.#questions && !this.#disposed && last.__id === this.#core.lastMessage()?.__id) this.#shown(last);
     return page;
   }
   audit(...a) { return this.#run("audit", a); }
