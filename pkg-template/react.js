@@ -19,9 +19,7 @@
 import { Fragment, createElement as h, useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { createPortal } from "react-dom";
 import init, { Agent, GatehouseError, isGatehouseError } from "./gatehouse.js";
-import {
-  ApprovalCards as CardsKit, ChatView as ChatKit, Composer as ComposerKit, QuestionCards as QuestionsKit, isSuspended,
-} from "./ui/index.js";
+import { ApprovalCards as CardsKit, ChatView as ChatKit, Composer as ComposerKit, QuestionCards as QuestionsKit, isSuspended } from "./ui/index.js";
 import { messagesAfter } from "./ui/messages.js";
 
 const PAGE = 50; // messages per page of `messages` (`pageSize` option)
