@@ -168,7 +168,7 @@ export class Agent {
     this.#questions = questions;
     if (questions) {
       questions.changed = () => {
-        if (this.#disposed) return;
+        if (this.#disposed || this.#listeners.size === 0) return;
         const change = { threadId: this.threadId, status: this.status(), lastMessage: this.lastMessage() };
         for (const l of this.#listeners) {
           try {
@@ -286,8 +286,11 @@ export class Agent {
   async messages(...a) {
     const page = await this.#run("messages", a);
     const last = page.at(-1);
-    // (Not after a dispose() made while it read: the agent may be released by now.)
-    if (last && this.#questions && !this.#disposed && last.__id === this.#core.lastMessage()?.__id) this.#shown(last);
+    // The tail is read again (across the wasm boundary) only while a question waits, and not
+    // after a dispose() made while it read: the agent may be released by now.
+    if (last && this.#questions?.asking && !this.#disposed && last.__id === this.#core.lastMessage()?.__id) {
+      this.#shown(last);
+    }
     return page;
   }
   audit(...a) { return this.#run("audit", a); }

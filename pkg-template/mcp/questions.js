@@ -63,6 +63,11 @@ export class Questions {
     });
   }
 
+  /** Whether a question waits. */
+  get asking() {
+    return this.#waiting.size > 0;
+  }
+
   /** The questions waiting, oldest first (copies). */
   pending() {
     return [...this.#waiting.values()].map((w) => structuredClone(w.entry));
