@@ -279,3 +279,24 @@ test('the ui kit: ChatView shows a form card built from the schema and a URL car
   assert.equal(end.cards, 0);
   assert.deepEqual(answersSince(from), [{ action: 'accept', content: { branch: 'release/2', force: true } }, { action: 'accept' }]);
 });
+
+test('a reload while a question waits: nothing of it was stored, and the call cut off is asked about again', T, async (t) => {
+  const page = await openPage(t);
+  const sc = await h.scenario([ask('r1', 'form'), { text: 'never' }]);
+  const a = { model: sc.openai(), db: uid('db'), url: mcp.url };
+  const asked = await run(page, (a) => window.asking(a), a);
+  assert.equal(asked.length, 1);
+  await h.load(page, true);
+  const r = await run(page, async ({ model, db, url }) => {
+    const agent = await window.gh.Agent.open({ threadId: 't', model, storage: { database: db },
+      mcpServers: [{ name: 'files', url }] });
+    const record = (await window.gh.dumpDb(db)).stores.threads.rows[0];
+    return { pending: agent.pendingElicitations(), tools: agent.pendingTools(), tail: agent.lastMessage(),
+      record: JSON.stringify(record) };
+  }, a);
+  assert.deepEqual(r.pending, [], 'a question does not outlive the request it came with');
+  assert.ok(!JSON.stringify(r.tail).includes('"elicitation"') && !r.record.includes('Which branch'));
+  // The call may or may not have gone on at the server: it is re-gated, never re-sent.
+  assert.deepEqual(r.tools.map((e) => [e.callId, e.approval]), [['r1', 'pending']]);
+  assert.ok(r.tools[0].approvalReason, 'the SDK says why it asks again');
+});
