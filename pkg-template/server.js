@@ -137,7 +137,7 @@ export function createStoreHandler(options) {
         headers: {
           ...headers,
           "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
-          "access-control-allow-headers": ["content-type", "authorization",
+          "access-control-allow-headers": ["content-type", "authorization", "idempotency-key",
             ...(cors.headers ?? [])].join(", "),
           "access-control-max-age": "600",
         },

@@ -7,28 +7,67 @@
 import * as core from "./core.js";
 import { Refusal, answerOf } from "./errors.js";
 import { MAX_DECIDE_BYTES, readBody, requireJson } from "./http.js";
-import { clock, identityOf } from "./threads.js";
+import { clock, digestOf, identityOf } from "./threads.js";
 import { transaction } from "./postgres.js";
 
 /** Unrevoked grants an identity may have made at once. */
 export const MAX_GRANTS = 500;
 
+/** An `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header): visible ASCII. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,128}$/;
+
+/**
+ * The answer to a keyed request whose grant exists (`row`): that grant, when `grant` (what
+ * this request would make) is the same grant; refused when it was revoked since (a replay
+ * never revives one) or when the key made another grant.
+ */
+function replayed(row, grant) {
+  const was = JSON.parse(row.json);
+  const now = JSON.parse(grant);
+  const same = (g) => JSON.stringify([g.tool, g.scope, g.threadId ?? null, g.match ?? null,
+    g.expiresAt === null ? null : g.expiresAt - g.createdAt]);
+  if (same(was) !== same(now)) {
+    throw new Refusal(409, "idempotency_key_reused",
+      "this Idempotency-Key made another grant; send the new grant with a new key");
+  }
+  if (row.revoked_at !== null) {
+    throw new Refusal(409, "grant_revoked",
+      "the grant this request made has been revoked; a new grant needs a new Idempotency-Key");
+  }
+  return `{"grant":${row.json}}`;
+}
+
 /**
  * `POST B/grants`: `{ tool, scope: "thread" | "user" | "app", match?, expiresIn?, threadId? }`.
  * Checked before `authorize`, which gets `{ threadId, action: "grant", tool, scope }`: an app
- * decides who may make a grant for everyone (`scope: "app"`).
+ * decides who may make a grant for everyone (`scope: "app"`). With an `Idempotency-Key`
+ * header, the same request again (a retry, a replay) answers the grant it made.
  */
 export async function makeGrant(ctx, request) {
   requireJson(request);
+  const key = request.headers.get("idempotency-key");
+  if (key !== null && !IDEMPOTENCY_KEY.test(key)) {
+    throw new Refusal(400, "invalid_grant",
+      "invalid grant: the Idempotency-Key header is 1 to 128 visible ASCII characters");
+  }
   const body = await readBody(request, Math.min(ctx.maxBodyBytes, MAX_DECIDE_BYTES));
   const intent = answerOf(core.grantIntent(body));
   const who = await identityOf(ctx, request, intent.threadId ?? null, "grant",
     { tool: intent.tool, scope: intent.scope });
-  const id = `grant_${crypto.randomUUID()}`;
+  // A keyed request's grant has the id its maker and key name: a retry, or a captured request
+  // replayed, finds the grant it made instead of making another (or reviving a revoked one).
+  const id = key === null
+    ? `grant_${crypto.randomUUID()}`
+    : `grant_${(await digestOf(`${who}\n${key}`)).slice(0, 32)}`;
   const { grant, expiresAt } = answerOf(core.makeGrant(body, id, clock(ctx, request), who));
   return transaction(ctx.pool, async (c) => {
-    // Per identity, so one user cannot fill the table (docs/design.md, "Threat model").
+    // Per identity, so one user cannot fill the table (docs/design.md, "Threat model"), and
+    // two requests with one key are one after the other.
     await c.query("SELECT pg_advisory_xact_lock(hashtext('gatehouse_grants:' || $1))", [who]);
+    if (key !== null) {
+      const made = await c.query("SELECT json, revoked_at FROM gatehouse_grants WHERE id = $1", [id]);
+      if (made.rows[0]) return { value: replayed(made.rows[0], grant), write: false };
+    }
     const n = await c.query(`SELECT count(*)::int AS n FROM gatehouse_grants
       WHERE created_by = $1 AND revoked_at IS NULL`, [who]);
     if (n.rows[0].n >= MAX_GRANTS) {

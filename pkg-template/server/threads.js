@@ -142,7 +142,7 @@ const READS = `(SELECT json_build_object('answer', answer, 'who', who, 'digest',
 const nodeCrypto = globalThis.process?.getBuiltinModule?.("node:crypto") ?? null;
 
 /** A SHA-256 of the body, hex: a replayed commit id is answered only for the same body. */
-async function digestOf(body) {
+export async function digestOf(body) {
   if (nodeCrypto) return nodeCrypto.createHash("sha256").update(body).digest("hex");
   const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body));
   return hex(new Uint8Array(bytes));

@@ -193,7 +193,8 @@ impl Store {
     }
 
     /// Keeps `grant` (made here: a local store), or asks the handler to make it from
-    /// `request` (a remote store: its id, time and maker are the handler's).
+    /// `request` (a remote store: its id, time and maker are the handler's; the local id is
+    /// the request's `Idempotency-Key`, so a retry finds the grant the first try made).
     pub async fn put_grant(&self, grant: Grant, request: &str) -> Result<Grant, StoreError> {
         match self {
             Store::Memory(s) => {
@@ -201,7 +202,7 @@ impl Store {
                 Ok(grant)
             }
             Store::IndexedDb(s) => s.put_grant(&grant).await.map(|()| grant),
-            Store::Remote(s) => s.put_grant(request).await,
+            Store::Remote(s) => s.put_grant(request, &grant.id).await,
         }
     }
 

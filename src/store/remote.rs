@@ -163,9 +163,20 @@ impl RemoteStore {
         url: &str,
         body: Option<&str>,
     ) -> Result<String, StoreError> {
+        self.send_with(method, url, body, &self.headers).await
+    }
+
+    /// [`RemoteStore::send`] with these `headers` (the store's own and one of the request's).
+    async fn send_with(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&str>,
+        headers: &[(String, String)],
+    ) -> Result<String, StoreError> {
         let link =
             AbortLink::new(None).map_err(|_| unavailable(&self.base, "no AbortController"))?;
-        let resp = fetch::send(method, url, &self.headers, body, &link)
+        let resp = fetch::send(method, url, headers, body, &link)
             .await
             .map_err(|e| match e {
                 FetchError::BadRequest(m) => StoreError::Other(m),
@@ -487,14 +498,36 @@ impl RemoteStore {
         Ok(l.grants)
     }
 
-    /// `POST B/grants`: the handler makes the grant `request` asks for.
-    pub async fn put_grant(&self, request: &str) -> Result<Grant, StoreError> {
+    /// `POST B/grants`: the handler makes the grant `request` asks for. Sent with the
+    /// `Idempotency-Key` `key`, and sent again (twice at most) while no answer comes: a
+    /// request that arrived but whose answer was lost is answered the grant it made, not a
+    /// second one (docs/design.md, "Remembered grants").
+    pub async fn put_grant(&self, request: &str, key: &str) -> Result<Grant, StoreError> {
         #[derive(Deserialize)]
         struct Made {
             grant: Grant,
         }
         let url = format!("{}/grants", self.base);
-        let m: Made = self.call(Method::POST, &url, Some(request)).await?;
+        let mut headers = self.headers.clone();
+        headers.push(("idempotency-key".into(), key.into()));
+        let mut tries = 0;
+        let text = loop {
+            match self
+                .send_with(Method::POST, &url, Some(request), &headers)
+                .await
+            {
+                Err(StoreError::Unavailable(_)) if tries < 2 => {
+                    tries += 1;
+                    if let Ok(link) = AbortLink::new(None) {
+                        let _ = fetch::sleep(500 * tries, &link).await;
+                    }
+                }
+                done => break done?,
+            }
+        };
+        let m: Made = serde_json::from_str(&text).map_err(|e| {
+            StoreError::Corrupt(format!("the thread store's answer is unreadable: {e}"))
+        })?;
         Ok(m.grant)
     }
 

@@ -97,7 +97,7 @@ impl RemoteStore {
     pub async fn grants(&self, _: &str) -> Result<Vec<Grant>, StoreError> {
         match *self {}
     }
-    pub async fn put_grant(&self, _: &str) -> Result<Grant, StoreError> {
+    pub async fn put_grant(&self, _: &str, _: &str) -> Result<Grant, StoreError> {
         match *self {}
     }
     pub async fn revoke_grant(&self, _: &str) -> Result<bool, StoreError> {

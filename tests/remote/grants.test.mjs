@@ -76,3 +76,18 @@ test('another user\'s run is not covered by a user grant; malformed grants are r
   assert.equal(r.notMine.code, 'unknown_grant');
   assert.equal(r.notString?.name, 'GatehouseError', JSON.stringify(r.notString));
 });
+
+test('the handler commits a grant and its answer is lost: the agent asks again with the same Idempotency-Key and gets that grant, not a second one', T, async (t) => {
+  const threadId = uid('t');
+  const { page } = await h.open(t);
+  await run(page, openDevice, { url: remote.url, user: 'lena', threadId });
+  remote.loseAnswer((method, path) => method === 'POST' && path.endsWith('/grants'));
+  const lostBefore = remote.lost.length;
+  const g = await run(page, () => window.agent.grant({ tool: 'delete_file', scope: 'user', match: { path: '/tmp/**' } }), null, 30_000);
+  assert.equal(remote.lost.length, lostBefore + 1, 'the first answer was lost');
+  assert.equal(remote.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/grants') && r.user === 'lena').length, 2,
+    'sent twice');
+  const rows = await remote.pool.query("select id from gatehouse_grants where created_by = 'lena'");
+  assert.deepEqual(rows.rows.map((r) => r.id), [g.id], 'one grant, the one the agent was answered');
+  assert.deepEqual((await run(page, () => window.agent.grants())).map((x) => x.id), [g.id]);
+});

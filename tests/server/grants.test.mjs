@@ -157,3 +157,75 @@ test("deleting a thread revokes its thread grants", async () => {
   assert.equal((await alice.remove("alice:g-del")).status, 200);
   assert.deepEqual(await threadGrants(), []);
 });
+
+test("a keyed grant request answers the grant it made to a retry or a replay, never revives a revoked one, and is its maker's key only", async () => {
+  const key = `k-${Math.random().toString(36).slice(2)}`;
+  const body = { tool: "delete_file", scope: "user", match: { path: "/tmp/**" }, expiresIn: 60_000 };
+  const keyed = (user, b = body, k = key) => client(s, user).call("POST", "/grants", b, { "idempotency-key": k });
+  const before = (await rowsOf()).length;
+  const first = await keyed("alice");
+  assert.equal(first.status, 200, first.text);
+  const g = first.body.grant;
+  // The response was lost; the device retries, and a captured copy is replayed, at once.
+  const again = await Promise.all(Array.from({ length: 5 }, () => keyed("alice")));
+  for (const r of again) assert.deepEqual([r.status, r.body.grant], [200, g], r.text);
+  assert.equal((await rowsOf()).length, before + 1, "one grant for six requests");
+  // The same key with another body is refused, and makes nothing.
+  const other = await keyed("alice", { ...body, match: { path: "/**" } });
+  assert.deepEqual([other.status, other.body.error.code], [409, "idempotency_key_reused"], other.text);
+  // Another identity's same key is its own request.
+  const bobs = await keyed("bob");
+  assert.equal(bobs.status, 200, bobs.text);
+  assert.notEqual(bobs.body.grant.id, g.id);
+  assert.equal(bobs.body.grant.createdBy, "bob");
+  assert.equal((await rowsOf()).length, before + 2);
+
+  // Revoked: the replay of the request that made it does not bring it back.
+  assert.equal((await revoke("alice", g.id)).status, 200);
+  const revokedAt = (await rowsOf()).find((r) => r.id === g.id).revoked_at;
+  const replay = await keyed("alice");
+  assert.deepEqual([replay.status, replay.body.error.code], [409, "grant_revoked"], replay.text);
+  assert.equal((await rowsOf()).length, before + 2, "nothing was made");
+  assert.deepEqual((await grantsOf("alice", "alice:g-key")).body.grants.filter((x) => x.id === g.id), []);
+  // A replayed revocation changes nothing: the first revoker and time stay.
+  const twice = await revoke("alice", g.id);
+  assert.deepEqual([twice.status, twice.body.error.code], [404, "unknown_grant"]);
+  assert.deepEqual((await rowsOf()).find((r) => r.id === g.id).revoked_at, revokedAt);
+
+  // A malformed key is refused before anything is asked or stored.
+  const asked = s.calls.length;
+  for (const bad of ["two words", "x".repeat(129), "tab\there"]) {
+    const r = await keyed("alice", body, bad);
+    assert.deepEqual([r.status, r.body?.error?.code], [400, "invalid_grant"], `${bad}: ${r.text}`);
+  }
+  assert.equal(s.calls.length, asked, "authorize was not asked");
+  assert.equal((await rowsOf()).length, before + 2);
+});
+
+test("grant routes from an origin the handler does not list are refused before anything happens", async () => {
+  const listed = await startStoreServer({ postgres: s.postgres, cors: { origin: ["https://app.example"],
+    credentials: true } });
+  try {
+    const evil = { origin: "https://evil.example" };
+    const app = { origin: "https://app.example" };
+    const as = (h) => ({ make: (b) => client(listed, "alice").call("POST", "/grants", b, h),
+      list: (t) => client(listed, "alice").call("GET", `/threads/${encodeURIComponent(t)}/grants`, undefined, h),
+      revoke: (id) => client(listed, "alice").call("DELETE", `/grants/${encodeURIComponent(id)}`, undefined, h) });
+    const before = await rowsOf();
+    const made = await as(evil).make({ tool: "delete_file", scope: "user" });
+    assert.deepEqual([made.status, made.body.error.code], [403, "origin_refused"], made.text);
+    assert.equal(listed.calls.length, 0, "authorize was not asked");
+    assert.deepEqual(await rowsOf(), before, "nothing was stored");
+    const g = (await as(app).make({ tool: "delete_file", scope: "user" })).body.grant;
+    assert.match(g.id, /^grant_/);
+    const listedEvil = await as(evil).list("alice:g-origin");
+    assert.deepEqual([listedEvil.status, listedEvil.body.error.code], [403, "origin_refused"]);
+    const gone = await as(evil).revoke(g.id);
+    assert.deepEqual([gone.status, gone.body.error.code], [403, "origin_refused"]);
+    assert.deepEqual((await as(app).list("alice:g-origin")).body.grants.map((x) => x.id).filter((id) => id === g.id), [g.id],
+      "still in force");
+    assert.equal((await as(app).revoke(g.id)).status, 200);
+  } finally {
+    await listed.close();
+  }
+});
