@@ -116,6 +116,25 @@ impl GrantRequest {
         }
     }
 
+    /// [`GrantRequest::parse`] of an agent's request (`grant()`): for its thread `thread`,
+    /// which a thread grant gets here; the request names none.
+    pub fn parse_in(value: &Value, thread: &str) -> Result<GrantRequest, String> {
+        let mut value = value.clone();
+        if let Value::Object(fields) = &mut value {
+            if fields.contains_key("threadId") {
+                return Err(
+                    "invalid grant: unknown field `threadId` (a thread grant is for \
+                    the agent's thread)"
+                        .into(),
+                );
+            }
+            if fields.get("scope").and_then(Value::as_str) == Some("thread") {
+                fields.insert("threadId".into(), Value::String(thread.to_owned()));
+            }
+        }
+        GrantRequest::parse(&value)
+    }
+
     pub fn tool(&self) -> &str {
         &self.grant.tool
     }
@@ -163,6 +182,99 @@ impl Grant {
     pub fn live(&self, now_ms: u64) -> bool {
         self.expires_at.is_none_or(|at| now_ms < at)
     }
+}
+
+/// What the engine asks of the grants in force for a thread (docs/design.md, "Remembered
+/// grants"). [`Grants`] answers from the grants themselves; the npm package's main wasm asks
+/// the grants' own module instead, so that it holds no grant reader or matcher
+/// (src/driver/grants.rs).
+pub trait GrantBook {
+    /// The grant that approves a call of `tool` with `inputs` at `now_ms`: its id and its
+    /// maker. The caller has checked that the tool allows "approve".
+    fn approving(
+        &self,
+        tool: &str,
+        inputs: &Map<String, Value>,
+        now_ms: u64,
+    ) -> Option<(String, Option<String>)>;
+
+    /// Whether the grant `id` still approves that call at `now_ms`.
+    fn still_approves(
+        &self,
+        id: &str,
+        tool: &str,
+        inputs: &Map<String, Value>,
+        now_ms: u64,
+    ) -> bool;
+}
+
+/// The grants in force for `thread`, matched here.
+#[derive(Debug, Clone, Default)]
+pub struct Grants {
+    pub thread: String,
+    pub list: Vec<Grant>,
+}
+
+impl GrantBook for Grants {
+    fn approving(
+        &self,
+        tool: &str,
+        inputs: &Map<String, Value>,
+        now_ms: u64,
+    ) -> Option<(String, Option<String>)> {
+        self.list
+            .iter()
+            .find(|g| g.covers(tool, inputs, &self.thread, now_ms))
+            .map(|g| (g.id.clone(), g.created_by.clone()))
+    }
+
+    fn still_approves(
+        &self,
+        id: &str,
+        tool: &str,
+        inputs: &Map<String, Value>,
+        now_ms: u64,
+    ) -> bool {
+        self.list
+            .iter()
+            .any(|g| g.id == id && g.covers(tool, inputs, &self.thread, now_ms))
+    }
+}
+
+/// No grant: approves nothing, and a call a grant approved is asked again.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoGrants;
+
+impl GrantBook for NoGrants {
+    fn approving(
+        &self,
+        _: &str,
+        _: &Map<String, Value>,
+        _: u64,
+    ) -> Option<(String, Option<String>)> {
+        None
+    }
+
+    fn still_approves(&self, _: &str, _: &str, _: &Map<String, Value>, _: u64) -> bool {
+        false
+    }
+}
+
+/// The grants in force for `thread` at `now_ms` among `texts` (stored grants' JSON): a text
+/// that cannot be read, another thread's thread grant and an expired grant are left out.
+pub fn in_force<'a>(
+    texts: impl IntoIterator<Item = &'a str>,
+    thread: &str,
+    now_ms: u64,
+) -> Vec<Grant> {
+    texts
+        .into_iter()
+        .filter_map(|t| serde_json::from_str::<Grant>(t).ok())
+        .filter(|g| {
+            g.live(now_ms)
+                && (g.scope != GrantScope::Thread || g.thread_id.as_deref() == Some(thread))
+        })
+        .collect()
 }
 
 /// One argument pattern: a string is a glob for a string input (`*` is any run of characters
@@ -274,6 +386,75 @@ mod tests {
         assert!(e.covers("delete_file", &tmp, "t1", 2999));
         assert!(!e.covers("delete_file", &tmp, "t1", 3000));
         assert!(grant(Value::Null).covers("delete_file", &inputs(json!({})), "t", 0));
+    }
+
+    #[test]
+    fn an_agents_request_is_for_its_thread_and_names_none() {
+        let r = GrantRequest::parse_in(&json!({ "tool": "x", "scope": "thread" }), "t1").unwrap();
+        assert_eq!(r.thread_id(), Some("t1"));
+        let r = GrantRequest::parse_in(&json!({ "tool": "x", "scope": "user" }), "t1").unwrap();
+        assert_eq!(r.thread_id(), None);
+        let e = GrantRequest::parse_in(
+            &json!({ "tool": "x", "scope": "thread", "threadId": "t2" }),
+            "t1",
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown field `threadId`"), "{e}");
+        assert!(
+            GrantRequest::parse_in(&json!("x"), "t1")
+                .unwrap_err()
+                .contains("expected an object")
+        );
+    }
+
+    #[test]
+    fn in_force_reads_the_texts_of_this_thread_and_now_and_skips_the_rest() {
+        let text = |g: &Grant| serde_json::to_string(g).unwrap();
+        let user = grant(Value::Null);
+        let mut mine = user.clone();
+        (mine.id, mine.scope, mine.thread_id) =
+            ("g2".into(), GrantScope::Thread, Some("t1".into()));
+        let mut other = mine.clone();
+        (other.id, other.thread_id) = ("g3".into(), Some("t2".into()));
+        let mut old = user.clone();
+        (old.id, old.expires_at) = ("g4".into(), Some(1500));
+        let texts = [
+            text(&user),
+            text(&mine),
+            text(&other),
+            text(&old),
+            "{\"id\":\"g5\",\"future\":1}".into(),
+            "not json".into(),
+        ];
+        let ids = |at| -> Vec<String> {
+            in_force(texts.iter().map(String::as_str), "t1", at)
+                .into_iter()
+                .map(|g| g.id)
+                .collect()
+        };
+        assert_eq!(ids(1000), ["g1", "g2", "g4"]);
+        assert_eq!(ids(2000), ["g1", "g2"]);
+    }
+
+    #[test]
+    fn a_book_answers_the_grant_and_its_maker_and_no_grants_none() {
+        let tmp = inputs(json!({ "path": "/tmp/x" }));
+        let book = Grants {
+            thread: "t1".into(),
+            list: vec![grant(json!({ "path": "/tmp/**" }))],
+        };
+        assert_eq!(
+            book.approving("delete_file", &tmp, 2000),
+            Some(("g1".into(), Some("ann".into())))
+        );
+        assert_eq!(
+            book.approving("delete_file", &inputs(json!({ "path": "/etc" })), 2000),
+            None
+        );
+        assert!(book.still_approves("g1", "delete_file", &tmp, 2000));
+        assert!(!book.still_approves("g9", "delete_file", &tmp, 2000));
+        assert_eq!(NoGrants.approving("delete_file", &tmp, 2000), None);
+        assert!(!NoGrants.still_approves("g1", "delete_file", &tmp, 2000));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use execution::{end_audit, not_run, tool_result};
 use super::audit::{AuditOutcome, AuditRecord, OpenAudit};
 use super::decisions::{Decision, DecisionKind};
 use super::error::EngineError;
-use super::grants::Grant;
+use super::grants::{GrantBook, Grants};
 use super::inputs::{Decisions, ToolResults};
 use super::model::{ModelOutput, ModelToolCall};
 use super::results::{
@@ -139,7 +139,7 @@ pub struct Engine {
     /// The remembered grants that apply to this thread, as the store last listed them, and
     /// the thread's id; `None`: this engine does not know them (the store handler's decide),
     /// and neither uses nor second-guesses a grant (docs/design.md, "Remembered grants").
-    grants: Option<(String, Vec<Grant>)>,
+    grants: Option<Box<dyn GrantBook>>,
 }
 
 impl Engine {
@@ -164,32 +164,41 @@ impl Engine {
 
     /// The remembered grants that apply to `thread` now (the store's list): gated calls they
     /// cover are approved by them, and a call one approved runs only while it is listed.
-    pub fn set_grants(&mut self, thread: &str, grants: Vec<Grant>) {
-        self.grants = Some((thread.to_owned(), grants));
+    pub fn set_grants(&mut self, thread: &str, grants: Vec<crate::engine::Grant>) {
+        self.set_grant_book(Box::new(Grants {
+            thread: thread.to_owned(),
+            list: grants,
+        }));
     }
 
-    /// The grant that approves a gated call of `tool` with `inputs` at `now_ms`, if any: never
-    /// for a tool whose `allowedDecisions` excludes "approve".
-    fn grant_for(&self, tool: &str, inputs: &Map<String, Value>, now_ms: u64) -> Option<&Grant> {
-        let (thread, grants) = self.grants.as_ref()?;
+    /// [`Engine::set_grants`], answered by `book`: the grants in force for this thread.
+    pub fn set_grant_book(&mut self, book: Box<dyn GrantBook>) {
+        self.grants = Some(book);
+    }
+
+    /// The grant that approves a gated call of `tool` with `inputs` at `now_ms`, if any (its
+    /// id and maker): never for a tool whose `allowedDecisions` excludes "approve".
+    fn grant_for(
+        &self,
+        tool: &str,
+        inputs: &Map<String, Value>,
+        now_ms: u64,
+    ) -> Option<(String, Option<String>)> {
+        let book = self.grants.as_ref()?;
         let spec = self.tools.get(tool)?;
         if !spec.allowed_decisions.allows(DecisionKind::Approve) {
             return None;
         }
-        grants
-            .iter()
-            .find(|g| g.covers(tool, inputs, thread, now_ms))
+        book.approving(tool, inputs, now_ms)
     }
 
     /// A call a grant approved whose grant is no longer listed or has expired (only when this
     /// engine knows the grants).
     fn grant_gone(&self, run: &RunJournal, e: &ToolEntry) -> bool {
-        let (Some(id), Some((thread, grants))) = (run.granted_by(&e.call_id), &self.grants) else {
+        let (Some(id), Some(book)) = (run.granted_by(&e.call_id), &self.grants) else {
             return false;
         };
-        !grants
-            .iter()
-            .any(|g| g.id == id && g.covers(&e.name, &e.inputs, thread, self.now))
+        !book.still_approves(id, &e.name, &e.inputs, self.now)
     }
 
     /// Forget any run in progress and take this stored state (after a failed write or a

@@ -17,7 +17,7 @@ mod tools;
 pub use audit::{AuditDecision, AuditOutcome, AuditRecord, OpenAudit};
 pub use decisions::{AllowedDecisions, Decision, DecisionKind};
 pub use error::EngineError;
-pub use grants::{Grant, GrantRequest, GrantScope};
+pub use grants::{Grant, GrantBook, GrantRequest, GrantScope, Grants, NoGrants, in_force};
 pub use inputs::{Decisions, ToolResults};
 pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};
 pub use model::{ModelOutput, ModelToolCall};

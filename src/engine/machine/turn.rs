@@ -239,17 +239,17 @@ impl Engine {
                 let mut audit = OpenAudit::new(self.state.audit_count, &entry.call_id, now_ms);
                 // A remembered grant decides it at once, as its maker: it runs with the rest
                 // (docs/design.md, "Remembered grants").
-                if let Some(g) = self.grant_for(&entry.name, &entry.inputs, now_ms) {
+                if let Some((grant, by)) = self.grant_for(&entry.name, &entry.inputs, now_ms) {
                     if let Some(a) = entry.approval.as_mut() {
                         a.state = ApprovalState::Approved;
                     }
                     run.decide(&entry.call_id, true, &entry.inputs);
                     if let Some(d) = run.decisions.last_mut() {
-                        d.grant = Some(g.id.clone());
+                        d.grant = Some(grant.clone());
                     }
                     audit.decided_at = Some(now_ms);
-                    audit.decided_by = g.created_by.clone();
-                    audit.grant = Some(g.id.clone());
+                    audit.decided_by = by;
+                    audit.grant = Some(grant);
                 } else {
                     gated = true;
                     run.set_deadline(&entry.call_id, self.deadline(&entry.name, now_ms));
