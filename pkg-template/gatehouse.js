@@ -7,7 +7,7 @@
 // The loaders and the registrations of the lazy modules are left out of gatehouse_wasm.d.ts
 // (the users' types, which gatehouse.d.ts re-exports), so the type check cannot see them.
 // @ts-expect-error: see above
-import initWasm, { initSync as initSyncWasm, Agent as Core, setDemoModel, setMcpClient } from "./gatehouse_wasm.js";
+import initWasm, { initSync as initSyncWasm, Agent as Core, setDemoModel, setMcpClient, setGrantsModule } from "./gatehouse_wasm.js";
 import { GatehouseError, isGatehouseError } from "__ERROR_MODULE__";
 
 export { GatehouseError, isGatehouseError };
@@ -30,9 +30,54 @@ const demoModel = async (request) => (await import("./demo-model/index.js")).dem
 const mcpClient = async (config) => JSON.parse(config).url === "webmcp:"
   ? (await import("./webmcp.js")).connect(config)
   : (await import("./mcp/index.js")).connect(config);
+// Nor are remembered grants' reader and matcher: the stores keep grants as JSON, and their
+// module loads when a grant is made or listed, or when a thread's store holds one as its
+// calls are gated (docs/design.md, "The grants' module").
+const grants = () => import("./grants/index.js");
+const grantsModule = { book: async (texts, thread) => (await grants()).book(texts, thread) };
+const invalidGrant = (message) => new GatehouseError("invalid_grant", message, false);
+const grantsUnloaded = (e) => new GatehouseError("network", "the grants' module (grants/) could not be " +
+  `loaded: ${e?.message ?? e}. Nothing was changed; try again`, true);
+// agent.grant() and agent.grants(), over the core's store (`putGrant`, `grantTexts`).
+const GRANTS = {
+  async grant(core, request, options) {
+    if (options !== undefined && options !== null) {
+      if (typeof options !== "object" || Array.isArray(options)) throw invalidGrant("grant(options): expected an object { by }");
+      const extra = Object.keys(options).find((k) => k !== "by");
+      if (extra !== undefined) throw invalidGrant(`grant(options): unknown field \`${extra}\`, expected \`by\``);
+      if (options.by !== undefined && options.by !== null && typeof options.by !== "string") {
+        throw invalidGrant("grant(options): `by` must be a string");
+      }
+    }
+    let text;
+    try {
+      text = JSON.stringify(request) ?? "null";
+    } catch (e) {
+      throw invalidGrant(`invalid grant: ${e?.message ?? e}`);
+    }
+    const now = Date.now();
+    const id = `grant_${now.toString(16)}${Math.floor(Math.random() * 0xffffffff).toString(16).padStart(8, "0")}`;
+    let grant;
+    try {
+      grant = await (await grants()).make(text, core.threadId, id, now, options?.by ?? undefined);
+    } catch (e) {
+      throw typeof e === "string" ? invalidGrant(e) : grantsUnloaded(e);
+    }
+    return JSON.parse(await core.putGrant(id, grant, text));
+  },
+  async grants(core) {
+    const texts = await core.grantTexts();
+    if (texts.length === 0) return [];
+    const listed = await grants().then((m) => m.inForce(texts, core.threadId, Date.now()), (e) => {
+      throw grantsUnloaded(e);
+    });
+    return listed.map((t) => JSON.parse(t));
+  },
+};
 const register = (m) => {
   m.setDemoModel(demoModel);
   m.setMcpClient(mcpClient);
+  m.setGrantsModule(grantsModule);
 };
 
 // Nor is the remote store (docs/design.md, "The remote store's module"): the main wasm is
@@ -62,7 +107,7 @@ export default function init(input) {
   // @ts-expect-error: not in gatehouse_wasm.d.ts (see the import)
   ready ??= initWasm(input).then(
     () => {
-      register({ setDemoModel, setMcpClient });
+      register({ setDemoModel, setMcpClient, setGrantsModule });
       mainLoaded = true;
       loaded = true;
     },
@@ -76,7 +121,7 @@ export default function init(input) {
 
 export function initSync(input) {
   initSyncWasm(input);
-  register({ setDemoModel, setMcpClient });
+  register({ setDemoModel, setMcpClient, setGrantsModule });
   ready = Promise.resolve();
   mainLoaded = true;
   loaded = true;
@@ -270,8 +315,9 @@ export class Agent {
     const runs = this.#questions && RUNS.has(method);
     if (runs) this.#questions.listener = options?.onEvent ?? null;
     try {
-      if (this.#telemetry) return await this.#telemetry.invoke(this, method, args, (a) => guard(() => core[method](...a)));
-      return await guard(() => core[method](...args));
+      const call = Object.hasOwn(GRANTS, method) ? (a) => GRANTS[method](core, ...a) : (a) => core[method](...a);
+      if (this.#telemetry) return await this.#telemetry.invoke(this, method, args, (a) => guard(() => call(a)));
+      return await guard(() => call(args));
     } finally {
       if (runs && this.#questions.listener === (options?.onEvent ?? null)) this.#questions.listener = null;
       if (--this.#calls === 0 && this.#disposed) this.#release();

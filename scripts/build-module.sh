@@ -4,6 +4,7 @@
 # instantiates it on first use), wasm-opt, and pkg-template/<dir>/index.js.
 #   scripts/build-module.sh demo-model   the offline demo model (demo-model/)
 #   scripts/build-module.sh mcp          the MCP client (mcp-client/)
+#   scripts/build-module.sh grants       remembered grants' reader and matcher (grants-module/)
 # Built as the main wasm is (scripts/build-pkg.sh: the pinned nightly, std rebuilt for size,
 # panics that trap), in the same target directory.
 set -euo pipefail
@@ -12,7 +13,8 @@ cd "$(dirname "$0")/.."
 case "$1" in
   demo-model) crate=gatehouse-demo-model name=model ;;
   mcp) crate=gatehouse-mcp-client name=client ;;
-  *) echo "usage: $0 demo-model|mcp" >&2; exit 2 ;;
+  grants) crate=gatehouse-grants name=grants ;;
+  *) echo "usage: $0 demo-model|mcp|grants" >&2; exit 2 ;;
 esac
 out=pkg/$1
 toolchain=$(./scripts/pkg-toolchain.sh)

@@ -96,12 +96,14 @@ cp pkg-template/server.js pkg-template/server.d.ts pkg/
 sed "s|__ERROR_MODULE__|./$error_module|" pkg-template/sw.js > pkg/sw.js
 sed "s|__ERROR_MODULE__|./$error_module|" pkg-template/ag-ui.js > pkg/ag-ui.js
 cp pkg-template/sw.d.ts pkg/
-# The modules the main wasm leaves out (it is built without the `demo` and `mcp` features),
-# each its own wasm that gatehouse.js imports only when an agent uses it: the demo model
-# (provider "demo" or no model) and the MCP client (`mcpServers`), with their shared loader.
+# The modules the main wasm leaves out (it is built without the `demo`, `mcp` and `grants`
+# features), each its own wasm that gatehouse.js imports only when an agent uses it: the demo
+# model (provider "demo" or no model), the MCP client (`mcpServers`) and remembered grants'
+# reader and matcher (a grant made, listed, or held by the store), with their shared loader.
 cp pkg-template/load-wasm.js pkg/
 ./scripts/build-module.sh demo-model
 ./scripts/build-module.sh mcp
+./scripts/build-module.sh grants
 # gatehouse-agent/local, the in-page model, with the llama.cpp runtime it runs (wllama's ESM
 # build, its wasm and licence), so that no CDN is asked; gatehouse.js imports it only for
 # `provider: "local"` (docs/design.md, "A model in the page").
@@ -144,6 +146,9 @@ echo "the MCP client (loaded only for mcpServers):"
 cat pkg/mcp/*.js > "$js"
 size "MCP JS" "$js"
 size "MCP client_bg.wasm" pkg/mcp/client_bg.wasm
+echo "remembered grants (loaded only when a grant is made, listed or held by the store):"
+size "grants JS" pkg/grants/index.js
+size "grants_bg.wasm" pkg/grants/grants_bg.wasm
 echo "gatehouse-agent/local (loaded only for provider \"local\"):"
 cat pkg/local/*.js pkg/local/wllama/index.js > "$js"
 size "local JS" "$js"

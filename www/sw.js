@@ -22,8 +22,9 @@ const FILES = [
   '../pkg/gatehouse.js',
   '../pkg/gatehouse_wasm.js',
   '../pkg/gatehouse_bg.wasm',
-  // The demo model and the MCP client, which the main wasm leaves out, and their loader: the
-  // demo chats with the model offline, and a thread with an MCP server reopens offline.
+  // The demo model, the MCP client and the grants' module, which the main wasm leaves out,
+  // and their loader: the demo chats with the model offline, a thread with an MCP server
+  // reopens offline, and a remembered grant approves offline.
   '../pkg/load-wasm.js',
   '../pkg/demo-model/index.js',
   '../pkg/demo-model/model.js',
@@ -32,6 +33,9 @@ const FILES = [
   '../pkg/mcp/questions.js',
   '../pkg/mcp/client.js',
   '../pkg/mcp/client_bg.wasm',
+  '../pkg/grants/index.js',
+  '../pkg/grants/grants.js',
+  '../pkg/grants/grants_bg.wasm',
   '../pkg/ui/index.js',
   '../pkg/ui/announcer.js',
   '../pkg/ui/cards.js',

@@ -299,17 +299,57 @@ impl Agent {
 
     /// Makes a remembered grant (docs/design.md, "Remembered grants") from `request`, the
     /// JSON `{ tool, scope, match?, expiresIn? }`, by `by` on a local store.
+    #[cfg(feature = "grants")]
     pub async fn grant(
         &self,
         request: serde_json::Value,
         by: Option<String>,
     ) -> Result<crate::engine::Grant, AgentError> {
-        driver::grants::make(&self.s, request, by).await
+        let made = self.grant_json(request, by).await?;
+        read_grant(&made)
     }
 
     /// The remembered grants in force for this thread.
+    #[cfg(feature = "grants")]
     pub async fn grants(&self) -> Result<Vec<crate::engine::Grant>, AgentError> {
+        let texts = self.grants_json().await?;
+        texts.iter().map(|t| read_grant(t)).collect()
+    }
+
+    /// [`Agent::grant`], as the grant's JSON (the JS layer's).
+    #[cfg(feature = "grants")]
+    #[doc(hidden)]
+    pub async fn grant_json(
+        &self,
+        request: serde_json::Value,
+        by: Option<String>,
+    ) -> Result<String, AgentError> {
+        driver::grants::make(&self.s, request, by).await
+    }
+
+    /// [`Agent::grants`], as each grant's JSON.
+    #[cfg(feature = "grants")]
+    #[doc(hidden)]
+    pub async fn grants_json(&self) -> Result<Vec<String>, AgentError> {
         driver::grants::list(&self.s).await
+    }
+
+    /// Keeps the grant `id` (`grant`, its JSON, made from `request`): the npm package's
+    /// `grant()`, whose grants' module made it (docs/design.md, "The grants' module").
+    #[doc(hidden)]
+    pub async fn put_grant_json(
+        &self,
+        id: &str,
+        grant: &str,
+        request: &str,
+    ) -> Result<String, AgentError> {
+        driver::grants::put(&self.s, id, grant, request).await
+    }
+
+    /// What the thread's store keeps of grants that may apply to it, as JSON.
+    #[doc(hidden)]
+    pub async fn grant_texts(&self) -> Result<Vec<String>, AgentError> {
+        driver::grants::texts(&self.s).await
     }
 
     /// Revokes a remembered grant: calls it approved that have not started ask a human.
@@ -431,4 +471,15 @@ impl Agent {
 
 async fn open_store(storage: &Storage) -> Result<Store, AgentError> {
     Store::open(storage.kind()?, &storage.database, storage.remote.as_ref()).await
+}
+
+/// A grant the store kept, read.
+#[cfg(feature = "grants")]
+fn read_grant(text: &str) -> Result<crate::engine::Grant, AgentError> {
+    serde_json::from_str(text).map_err(|e| {
+        AgentError::Grant(
+            crate::driver::error::GrantError::Invalid,
+            format!("a grant could not be read: {e}"),
+        )
+    })
 }

@@ -1,7 +1,7 @@
 //! The store an agent writes to: IndexedDB in browsers, memory elsewhere (or on request).
 
 use super::error::AgentError;
-use crate::engine::{Commit, Grant, GrantScope};
+use crate::engine::Commit;
 use crate::store::indexeddb::IndexedDbStore;
 use crate::store::page::Rows;
 use crate::store::{
@@ -177,33 +177,33 @@ impl Store {
         }
     }
 
-    /// The remembered grants in force for `thread` (docs/design.md, "Remembered grants"): a
-    /// local database's user and app grants and the thread's own; a remote thread's as its
-    /// handler lists them for this identity.
-    pub async fn grants(&self, thread: &str) -> Result<Vec<Grant>, StoreError> {
-        let all = match self {
-            Store::Memory(s) => s.grants(),
-            Store::IndexedDb(s) => s.grants().await?,
-            Store::Remote(s) => return s.grants(thread).await,
-        };
-        Ok(all
-            .into_iter()
-            .filter(|g| g.scope != GrantScope::Thread || g.thread_id.as_deref() == Some(thread))
-            .collect())
+    /// The stored grants that may apply to `thread`, as JSON (docs/design.md, "Remembered
+    /// grants"): a local database's every grant; a remote thread's as its handler lists them
+    /// for this identity. Which are in force is the grants' code's to say.
+    pub async fn grant_texts(&self, thread: &str) -> Result<Vec<String>, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.grants()),
+            Store::IndexedDb(s) => s.grants().await,
+            Store::Remote(s) => s.grants(thread).await,
+        }
     }
 
-    /// Keeps `grant` (made here: a local store), or asks the handler to make it from
-    /// `request` (a remote store: its id, time and maker are the handler's; the local id is
-    /// the request's `Idempotency-Key`, so a retry finds the grant the first try made).
-    pub async fn put_grant(&self, grant: Grant, request: &str) -> Result<Grant, StoreError> {
+    /// Keeps the grant `id`, `grant` its JSON (made here: a local store), or asks the handler
+    /// to make it from `request` (a remote store: its id, time and maker are the handler's;
+    /// `id` is the request's `Idempotency-Key`, so a retry finds the grant the first try
+    /// made). The grant kept, as JSON.
+    pub async fn put_grant(
+        &self,
+        id: &str,
+        grant: &str,
+        request: &str,
+    ) -> Result<String, StoreError> {
         match self {
-            Store::Memory(s) => {
-                s.put_grant(grant.clone());
-                Ok(grant)
-            }
-            Store::IndexedDb(s) => s.put_grant(&grant).await.map(|()| grant),
-            Store::Remote(s) => s.put_grant(request, &grant.id).await,
+            Store::Memory(s) => s.put_grant(id, grant),
+            Store::IndexedDb(s) => s.put_grant(id, grant).await?,
+            Store::Remote(s) => return s.put_grant(request, id).await,
         }
+        Ok(grant.to_owned())
     }
 
     /// Revokes the grant `id`; false when none is in force.

@@ -5,7 +5,9 @@
 
 use crate::agent::{self, Input, Page};
 use crate::convert::{json_value, parse_json, to_js};
-use crate::driver::error::{AgentError, GrantError};
+use crate::driver::error::AgentError;
+#[cfg(feature = "grants")]
+use crate::driver::error::GrantError;
 use crate::engine::{Decisions, EngineError, PolicyChange, ToolResults};
 use crate::js::error::{invalid_config, to_js_error};
 use crate::js::functions::listener;
@@ -284,13 +286,10 @@ impl Agent {
 
     /// Remembers "always allow" for a tool: `{ tool, scope: "thread" | "user" | "app", match?,
     /// expiresIn? }`; `{ by }` names who made it on a local store (docs/design.md,
-    /// "Remembered grants").
-    #[wasm_bindgen(unchecked_return_type = "Promise<Grant>")]
-    pub fn grant(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "GrantRequest")] request: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "{ by?: string }")] options: JsValue,
-    ) -> Promise {
+    /// "Remembered grants"). The npm package's is gatehouse.js's, with the grants' module.
+    #[cfg(feature = "grants")]
+    #[wasm_bindgen(skip_typescript)]
+    pub fn grant(&self, request: JsValue, options: JsValue) -> Promise {
         let a = self.a.clone();
         promise(async move {
             let request = json_value(&request).map_err(|e| {
@@ -305,8 +304,7 @@ impl Agent {
                     format!("grant(options): {e}"),
                 ))
             })?;
-            let by = p.by;
-            let grant = a.grant(request, by).await.map_err(err)?;
+            let grant = a.grant_json(request, p.by).await.map_err(err)?;
             grants_to_js(std::slice::from_ref(&grant))
                 .map(|v| js_sys::Reflect::get(&v, &0.into()).unwrap_or_default())
         })
@@ -314,10 +312,37 @@ impl Agent {
 
     /// The remembered grants in force for this thread (the database's or the identity's user
     /// and app grants, and the thread's own).
-    #[wasm_bindgen(unchecked_return_type = "Promise<Grant[]>")]
+    #[cfg(feature = "grants")]
+    #[wasm_bindgen(skip_typescript)]
     pub fn grants(&self) -> Promise {
         let a = self.a.clone();
-        promise(async move { grants_to_js(&a.grants().await.map_err(err)?) })
+        promise(async move { grants_to_js(&a.grants_json().await.map_err(err)?) })
+    }
+
+    /// Keeps a grant the grants' module made (its id, JSON, and the request's JSON): the
+    /// grant kept, as JSON. Internal: gatehouse.js's `grant()`.
+    #[wasm_bindgen(js_name = putGrant, skip_typescript)]
+    pub fn put_grant(&self, id: String, grant: String, request: String) -> Promise {
+        let a = self.a.clone();
+        promise(async move {
+            let made = a.put_grant_json(&id, &grant, &request).await.map_err(err)?;
+            Ok(made.into())
+        })
+    }
+
+    /// What the store keeps of grants that may apply to this thread, as JSON texts.
+    /// Internal: gatehouse.js's `grants()`, which the grants' module reads.
+    #[wasm_bindgen(js_name = grantTexts, skip_typescript)]
+    pub fn grant_texts(&self) -> Promise {
+        let a = self.a.clone();
+        promise(async move {
+            let texts = a.grant_texts().await.map_err(err)?;
+            Ok(texts
+                .into_iter()
+                .map(JsValue::from)
+                .collect::<js_sys::Array>()
+                .into())
+        })
     }
 
     /// Revokes a remembered grant; calls it approved that have not started ask a human.
@@ -428,18 +453,16 @@ impl Agent {
     }
 }
 
-/// Grants cross as JSON text, parsed by JS: the one serializer they have is serde_json's
-/// (the store's), not a second one for JS values.
-fn grants_to_js(grants: &[crate::engine::Grant]) -> Result<JsValue, JsValue> {
-    serde_json::to_string(grants)
-        .ok()
-        .and_then(|t| parse_json(&t))
-        .ok_or_else(|| {
-            err(AgentError::Grant(
-                GrantError::Invalid,
-                "a grant could not be read".into(),
-            ))
-        })
+/// Grants cross as JSON text, parsed by JS: the stores keep them so, and the main wasm holds
+/// no grant (de)serializer (docs/design.md, "The grants' module").
+#[cfg(feature = "grants")]
+fn grants_to_js(grants: &[String]) -> Result<JsValue, JsValue> {
+    parse_json(&format!("[{}]", grants.join(","))).ok_or_else(|| {
+        err(AgentError::Grant(
+            GrantError::Invalid,
+            "a grant could not be read".into(),
+        ))
+    })
 }
 
 /// Decisions are JSON, checked here (`invalid_decision` otherwise).

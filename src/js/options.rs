@@ -141,6 +141,15 @@ pub fn set_mcp_client(connect: Function) {
     crate::driver::mcp::register(connect);
 }
 
+/// Registers the package's grants module, which the main wasm leaves out (docs/design.md,
+/// "The grants' module"): `{ make, inForce, book }`. Internal: gatehouse.js calls it once
+/// the wasm is loaded.
+#[cfg(not(feature = "grants"))]
+#[wasm_bindgen(js_name = setGrantsModule, skip_typescript)]
+pub fn set_grants_module(module: JsValue) {
+    crate::driver::grants::register(module);
+}
+
 fn bad(m: impl Into<String>) -> AgentError {
     AgentError::InvalidConfig(m.into())
 }
@@ -516,6 +525,7 @@ pub fn run_options(v: JsValue) -> Result<RunOptions, AgentError> {
 }
 
 /// `grant(request, { by })`.
+#[cfg(feature = "grants")]
 #[derive(Deserialize, Default)]
 #[serde(expecting = "an object { by }")]
 pub struct GrantParams {

@@ -488,5 +488,13 @@ export interface Agent {
    *  checked first: an unknown id (`unknown_elicitation`) or an answer that does not fit its
    *  question (`invalid_elicitation_answer`) throws and answers none. */
   submitElicitations(answers: Record<string, ElicitationAnswer>): void;
+  /** Remembers "always allow" for a tool: `{ tool, scope: "thread" | "user" | "app", match?,
+   *  expiresIn? }`; `{ by }` names who made it on a local store (a remote store's maker is
+   *  the identity its handler authorized). Refused with `invalid_grant` when malformed, or for
+   *  a tool the agent lacks or whose `allowedDecisions` exclude "approve". */
+  grant(request: GrantRequest, options?: { by?: string }): Promise<Grant>;
+  /** The remembered grants in force for this thread (the database's or the identity's user
+   *  and app grants, and the thread's own). */
+  grants(): Promise<Grant[]>;
 }
 "#;

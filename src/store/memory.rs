@@ -5,7 +5,7 @@
 use super::ownership::{Writer, plan_release, plan_renew};
 use super::page::{Rows, window};
 use super::record::{MessageRow, Snapshot, StoreError, Stored, ThreadRecord, plan_commit};
-use crate::engine::{Commit, Grant};
+use crate::engine::Commit;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -22,8 +22,8 @@ struct Thread {
 /// KB of wasm.
 type Db = Rc<RefCell<Vec<(String, Thread)>>>;
 
-/// A database's remembered grants (docs/design.md, "Remembered grants").
-type Grants = Rc<RefCell<Vec<Grant>>>;
+/// A database's remembered grants (docs/design.md, "Remembered grants"): id and JSON.
+type Grants = Rc<RefCell<Vec<(String, String)>>>;
 
 thread_local! {
     static DATABASES: RefCell<Vec<(String, Db, Grants)>> = const { RefCell::new(Vec::new()) };
@@ -251,23 +251,29 @@ impl MemoryStore {
         }
         self.grants
             .borrow_mut()
-            .retain(|g| g.thread_id.as_deref() != Some(thread_id));
+            .retain(|(_, g)| !super::grant_of_thread(g, thread_id));
     }
 
-    /// Every grant of this database, oldest first.
-    pub fn grants(&self) -> Vec<Grant> {
-        self.grants.borrow().clone()
+    /// Every grant of this database, oldest first, as JSON.
+    pub fn grants(&self) -> Vec<String> {
+        self.grants
+            .borrow()
+            .iter()
+            .map(|(_, g)| g.clone())
+            .collect()
     }
 
-    pub fn put_grant(&self, grant: Grant) {
-        self.grants.borrow_mut().push(grant);
+    pub fn put_grant(&self, id: &str, grant: &str) {
+        self.grants
+            .borrow_mut()
+            .push((id.to_owned(), grant.to_owned()));
     }
 
     /// Deletes the grant `id`; false when there is none.
     pub fn revoke_grant(&self, id: &str) -> bool {
         let mut grants = self.grants.borrow_mut();
         let before = grants.len();
-        grants.retain(|g| g.id != id);
+        grants.retain(|(g, _)| g != id);
         grants.len() < before
     }
 }

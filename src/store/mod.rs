@@ -31,3 +31,11 @@ pub use record::{
 };
 #[cfg(all(target_arch = "wasm32", feature = "browser"))]
 pub use remote::RemoteStore;
+
+/// Whether the stored grant `grant` (its JSON) is a thread grant of `thread`: deleting the
+/// thread deletes it. A grant's own reader is elsewhere (src/driver/grants.rs); this reads
+/// one key.
+pub fn grant_of_thread(grant: &str, thread: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(grant)
+        .is_ok_and(|g| g["scope"] == "thread" && g["threadId"] == thread)
+}

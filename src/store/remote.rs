@@ -15,7 +15,7 @@ use super::wire::{
     Leased, Loaded, MAX_PAGE, RowsPage, ThreadList,
 };
 use super::{IndexedDbStore, MessageRow, Queued, Snapshot, StoreError, ThreadRecord, Writer};
-use crate::engine::{Commit, Grant};
+use crate::engine::Commit;
 use crate::net::fetch::{self, AbortLink, FetchError};
 use gloo_net::http::Method;
 use serde::de::DeserializeOwned;
@@ -486,26 +486,27 @@ impl RemoteStore {
 }
 
 impl RemoteStore {
-    /// `GET B/threads/{id}/grants`: the grants in force for this identity on the thread.
-    pub async fn grants(&self, thread: &str) -> Result<Vec<Grant>, StoreError> {
+    /// `GET B/threads/{id}/grants`: the grants in force for this identity on the thread, as
+    /// JSON.
+    pub async fn grants(&self, thread: &str) -> Result<Vec<String>, StoreError> {
         #[derive(Deserialize)]
         struct Listed {
-            grants: Vec<Grant>,
+            grants: Vec<Value>,
         }
         let l: Listed = self
             .call(Method::GET, &self.thread_url(thread, "/grants"), None)
             .await?;
-        Ok(l.grants)
+        Ok(l.grants.iter().map(Value::to_string).collect())
     }
 
-    /// `POST B/grants`: the handler makes the grant `request` asks for. Sent with the
-    /// `Idempotency-Key` `key`, and sent again (twice at most) while no answer comes: a
-    /// request that arrived but whose answer was lost is answered the grant it made, not a
-    /// second one (docs/design.md, "Remembered grants").
-    pub async fn put_grant(&self, request: &str, key: &str) -> Result<Grant, StoreError> {
+    /// `POST B/grants`: the handler makes the grant `request` asks for (its JSON). Sent
+    /// with the `Idempotency-Key` `key`, and sent again (twice at most) while no answer
+    /// comes: a request that arrived but whose answer was lost is answered the grant it made,
+    /// not a second one (docs/design.md, "Remembered grants").
+    pub async fn put_grant(&self, request: &str, key: &str) -> Result<String, StoreError> {
         #[derive(Deserialize)]
         struct Made {
-            grant: Grant,
+            grant: Value,
         }
         let url = format!("{}/grants", self.base);
         let mut headers = self.headers.clone();
@@ -528,7 +529,7 @@ impl RemoteStore {
         let m: Made = serde_json::from_str(&text).map_err(|e| {
             StoreError::Corrupt(format!("the thread store's answer is unreadable: {e}"))
         })?;
-        Ok(m.grant)
+        Ok(m.grant.to_string())
     }
 
     /// `DELETE B/grants/{id}`; false when the handler has none in force by that id.

@@ -8,7 +8,7 @@
 use super::page::Rows;
 use super::wire::ApprovalProgress;
 use super::{MessageRow, Queued, Snapshot, StoreError, ThreadRecord, Writer};
-use crate::engine::{Commit, Grant};
+use crate::engine::Commit;
 use crate::net::fetch::{AbortLink, BodyReader};
 use serde_json::Value;
 
@@ -94,10 +94,10 @@ impl RemoteStore {
     pub async fn changes(&self, _: &AbortLink) -> Result<Option<BodyReader>, StoreError> {
         match *self {}
     }
-    pub async fn grants(&self, _: &str) -> Result<Vec<Grant>, StoreError> {
+    pub async fn grants(&self, _: &str) -> Result<Vec<String>, StoreError> {
         match *self {}
     }
-    pub async fn put_grant(&self, _: &str, _: &str) -> Result<Grant, StoreError> {
+    pub async fn put_grant(&self, _: &str, _: &str) -> Result<String, StoreError> {
         match *self {}
     }
     pub async fn revoke_grant(&self, _: &str) -> Result<bool, StoreError> {

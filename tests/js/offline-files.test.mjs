@@ -25,3 +25,12 @@ test('www/sw.js caches every JS module of the MCP client', () => {
   const shipped = fs.readdirSync(path.join(root, 'pkg-template/mcp')).filter((f) => f.endsWith('.js')).map((f) => `mcp/${f}`);
   assert.deepEqual(shipped.filter((f) => !listed.has(f)), []);
 });
+
+// And the grants' module: a thread whose store holds a grant loads it as its calls are gated.
+test('www/sw.js caches every file of the grants\' module', () => {
+  const sw = fs.readFileSync(path.join(root, 'www/sw.js'), 'utf8');
+  const listed = new Set([...sw.matchAll(/'\.\.\/pkg\/(grants\/[^']+)'/g)].map((m) => m[1]));
+  const shipped = [...fs.readdirSync(path.join(root, 'pkg-template/grants')).filter((f) => f.endsWith('.js')),
+    'grants.js', 'grants_bg.wasm'].map((f) => `grants/${f}`);
+  assert.deepEqual(shipped.filter((f) => !listed.has(f)), []);
+});

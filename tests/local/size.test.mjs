@@ -177,3 +177,62 @@ test('a page without mcpServers fetches nothing of the MCP client; one with a se
     await mcp.close();
   }
 });
+
+// Remembered grants' reader and matcher leave the main wasm too (docs/design.md, "The grants'
+// module"): grants/, imported by gatehouse.js when a grant is made or listed, or when a
+// thread's store holds one as its calls are gated.
+test('the main entry imports nothing of the grants\' module, and its wasm holds no grant reader', () => {
+  const graph = staticGraph('gatehouse.js');
+  assert.deepEqual(graph.filter((f) => f.startsWith('grants/')), []);
+  // Texts only GrantRequest::parse and the Grant reader hold.
+  for (const text of ['a thread grant needs its thread', 'only a thread grant names a thread', 'expiresAt', 'createdBy']) {
+    assert.ok(read('grants/grants_bg.wasm').toString('latin1').includes(text), text);
+    assert.ok(!read('gatehouse_bg.wasm').toString('latin1').includes(text), text);
+  }
+  assert.match(read('gatehouse.js').toString(), /const grants = \(\) => import\("\.\/grants\/index\.js"\)/);
+  const gz = (files) => gzipSync(Buffer.concat(files.map(read)), { level: 9 }).length;
+  console.log(`grants (only when a grant is made, listed or held): JS ${gz(['grants/index.js', 'grants/grants.js'])} B gzip, wasm ${gz(['grants/grants_bg.wasm'])} B gzip`);
+});
+
+test('a page whose store holds no grant fetches nothing of the grants\' module; a grant loads it, and so does a store that holds one', { timeout: 60_000 }, async () => {
+  const h = await start();
+  const fetched = () => h.server.requests.filter((p) => p.startsWith('/pkg/grants/')).sort();
+  const all = ['/pkg/grants/grants.js', '/pkg/grants/grants_bg.wasm', '/pkg/grants/index.js'];
+  // A model that calls delete_file on /tmp/<n>, then answers.
+  const open = (database) => h.page.evaluate(async (database) => {
+    let turn = 0;
+    const model = { provider: 'custom', call: () => (turn++ % 2 === 0
+      ? { toolCalls: [{ id: `c${turn}`, name: 'delete_file', arguments: { path: `/tmp/${turn}` } }] }
+      : { text: 'done' }) };
+    window.agent = await window.t.Agent.open({ threadId: 'g', storage: { kind: 'indexeddb', database }, model,
+      tools: [{ name: 'delete_file', requireApproval: true, execute: () => 'deleted' }] });
+  }, database);
+  try {
+    await h.goto();
+    const database = `grants-size-${Date.now()}`;
+    await open(database);
+    assert.equal(await h.page.evaluate(async () => (await window.agent.chat('clean')).status), 'awaiting_approval');
+    assert.deepEqual(fetched(), [], 'a gated call with no grant stored loads nothing');
+    const g = await h.page.evaluate(async () => {
+      await window.agent.submitDecisions({ c1: 'reject' });
+      return window.agent.grant({ tool: 'delete_file', scope: 'user', match: { path: '/tmp/**' } });
+    });
+    assert.match(g.id, /^grant_/);
+    assert.deepEqual(fetched(), all);
+    // A new page (its service worker may answer from its cache: the page's own resource
+    // entries say what it loaded): the store holds the grant, and the next gated call loads
+    // the module, which approves it.
+    await h.goto();
+    await open(database);
+    const loaded = () => h.page.evaluate(() => performance.getEntriesByType('resource')
+      .map((e) => new URL(e.name).pathname).filter((p) => p.startsWith('/pkg/grants/')).sort());
+    assert.deepEqual(await loaded(), [], 'opening loads nothing of it');
+    const r = await h.page.evaluate(async () => ({ status: (await window.agent.chat('clean again')).status,
+      trail: (await window.agent.audit()).at(-1) }));
+    assert.equal(r.status, 'completed', JSON.stringify(r));
+    assert.equal(r.trail.grantId, g.id);
+    assert.deepEqual(await loaded(), all);
+  } finally {
+    await h.close();
+  }
+});

@@ -47,7 +47,9 @@ const wanted = ["LICENSE", "README.md", "gatehouse.d.ts", "gatehouse.js", "gateh
   "local/wllama/compat/wllama.js", "local/wllama/compat/wllama.wasm",
   "demo-model/index.js", "demo-model/model.js", "demo-model/model_bg.wasm",
   // The MCP client's module (only for mcpServers), and the loader both modules share.
-  "mcp/index.js", "mcp/questions.js", "mcp/client.js", "mcp/client_bg.wasm", "load-wasm.js"];
+  "mcp/index.js", "mcp/questions.js", "mcp/client.js", "mcp/client_bg.wasm", "load-wasm.js",
+  // Remembered grants' reader and matcher (only when a grant is made, listed or held).
+  "grants/index.js", "grants/grants.js", "grants/grants_bg.wasm"];
 const unexpected = listing.filter((f) => !wanted.includes(f.replace(/^package\//, "")) && !/^package\/snippets\/[^/]+\/.+\.js$/.test(f));
 const missing = wanted.filter((f) => !listing.includes("package/" + f));
 if (unexpected.length || missing.length || !listing.some((f) => f.endsWith("/src/js/error.js"))) {

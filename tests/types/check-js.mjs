@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const notOurs = [/^pkg\/local\/wllama\//, /^pkg\/mcp\/client\.js/, /^pkg\/demo-model\/model\.js/,
+const notOurs = [/^pkg\/local\/wllama\//, /^pkg\/mcp\/client\.js/, /^pkg\/grants\/grants\.js/, /^pkg\/demo-model\/model\.js/,
   /^pkg\/gatehouse_wasm\.js/, /^pkg\/gatehouse_remote\.js/, /^pkg\/server\/core\.js/];
 
 const template = path.join(root, "pkg-template");

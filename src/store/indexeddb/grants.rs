@@ -1,10 +1,10 @@
 //! The `grants` object store (database version 3, docs/design.md "Remembered grants"):
-//! keyPath `id`, each row `{ id, json }`, the grant's JSON kept as text. A database's grants
+//! keyPath `id`, each row `{ id, json }`, the grant's JSON kept as text (read by the grants'
+//! code, src/driver/grants.rs). A database's grants
 //! are few (the agent refuses more than [`MAX_LOCAL_GRANTS`]), so they are read whole.
 
 use super::values::{from_js_value, idb};
 use super::{GRANTS, IndexedDbStore, begin, delete, finish, put};
-use crate::engine::Grant;
 use crate::store::record::StoreError;
 use indexed_db_futures::KeyRange;
 use indexed_db_futures::prelude::*;
@@ -16,15 +16,15 @@ use wasm_bindgen::JsValue;
 pub const MAX_LOCAL_GRANTS: usize = 500;
 
 impl IndexedDbStore {
-    /// Every grant of this database, oldest first.
-    pub async fn grants(&self) -> Result<Vec<Grant>, StoreError> {
+    /// Every grant of this database, oldest first, as JSON.
+    pub async fn grants(&self) -> Result<Vec<String>, StoreError> {
         let db = self.db().await?;
         let tx = begin(&db, &[GRANTS], TransactionMode::Readonly)?;
-        all(&tx).await
+        Ok(all(&tx).await?.into_iter().map(|(_, g)| g).collect())
     }
 
-    /// Keeps a new grant; `too_many` past [`MAX_LOCAL_GRANTS`].
-    pub async fn put_grant(&self, grant: &Grant) -> Result<(), StoreError> {
+    /// Keeps a new grant, `grant` its JSON; `too_many` past [`MAX_LOCAL_GRANTS`].
+    pub async fn put_grant(&self, id: &str, grant: &str) -> Result<(), StoreError> {
         let db = self.db().await?;
         let tx = begin(&db, &[GRANTS], TransactionMode::Readwrite)?;
         if all(&tx).await?.len() >= MAX_LOCAL_GRANTS {
@@ -32,11 +32,10 @@ impl IndexedDbStore {
                 "a database keeps at most {MAX_LOCAL_GRANTS} grants: revoke some first"
             )));
         }
-        let text = serde_json::to_string(grant).map_err(|e| StoreError::Other(e.to_string()))?;
         let row = Object::new();
-        let set = |k: &str, v: &JsValue| Reflect::set(&row, &JsValue::from_str(k), v);
-        set("id", &JsValue::from_str(&grant.id)).map_err(|e| from_js_value(&e))?;
-        set("json", &JsValue::from_str(&text)).map_err(|e| from_js_value(&e))?;
+        let set = |k: &str, v: &str| Reflect::set(&row, &k.into(), &v.into());
+        set("id", id).map_err(|e| from_js_value(&e))?;
+        set("json", grant).map_err(|e| from_js_value(&e))?;
         put(&tx, GRANTS, row.into())?;
         finish(tx).await
     }
@@ -45,7 +44,7 @@ impl IndexedDbStore {
     pub async fn revoke_grant(&self, id: &str) -> Result<bool, StoreError> {
         let db = self.db().await?;
         let tx = begin(&db, &[GRANTS], TransactionMode::Readwrite)?;
-        let found = all(&tx).await?.iter().any(|g| g.id == id);
+        let found = all(&tx).await?.iter().any(|(g, _)| g == id);
         if found {
             delete(&tx, GRANTS, KeyRange::Only(JsValue::from_str(id)))?;
             finish(tx).await?;
@@ -54,8 +53,9 @@ impl IndexedDbStore {
     }
 }
 
-/// The grants `tx` sees; a row that cannot be read is skipped (it approves nothing).
-pub(super) async fn all(tx: &Transaction<'_>) -> Result<Vec<Grant>, StoreError> {
+/// The grants `tx` sees: each row's id and JSON; a row that cannot be read is skipped (it
+/// approves nothing).
+pub(super) async fn all(tx: &Transaction<'_>) -> Result<Vec<(String, String)>, StoreError> {
     let values = tx
         .object_store(GRANTS)
         .map_err(idb)?
@@ -64,12 +64,11 @@ pub(super) async fn all(tx: &Transaction<'_>) -> Result<Vec<Grant>, StoreError> 
         .map_err(idb)?
         .await
         .map_err(idb)?;
+    let field = |v: &JsValue, k: &str| Reflect::get(v, &k.into()).ok()?.as_string();
     Ok(values
         .filter_map(|v| {
-            let text = Reflect::get(&v.ok()?, &JsValue::from_str("json"))
-                .ok()?
-                .as_string()?;
-            serde_json::from_str(&text).ok()
+            let v = v.ok()?;
+            Some((field(&v, "id")?, field(&v, "json")?))
         })
         .collect())
 }
@@ -79,9 +78,9 @@ pub(super) async fn drop_thread_grants(
     tx: &Transaction<'_>,
     thread: &str,
 ) -> Result<(), StoreError> {
-    for g in all(tx).await? {
-        if g.thread_id.as_deref() == Some(thread) {
-            delete(tx, GRANTS, KeyRange::Only(JsValue::from_str(&g.id)))?;
+    for (id, g) in all(tx).await? {
+        if crate::store::grant_of_thread(&g, thread) {
+            delete(tx, GRANTS, KeyRange::Only(JsValue::from_str(&id)))?;
         }
     }
     Ok(())
