@@ -45,6 +45,7 @@ check: setup-build
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features browser -- -D warnings
+	cargo clippy -p gatehouse-grants --target wasm32-unknown-unknown -- -D warnings
 	cargo test --all-targets
 	node --test tests/js/
 

@@ -133,6 +133,7 @@ fs.writeFileSync(path.join(viteReact, "check.ts"), [
   'const tool = defineTool({ name: "t", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }, execute: ({ path }) => path.length });',
   'const agent = await Agent.open({ threadId: "t", tools: [tool] });',
   'const next: () => Promise<AgentState> = () => agent.chat("hi");',
+  'export const granted: () => Promise<string> = () => agent.grant({ tool: "t", scope: "user", match: { path: "/tmp/**" } }, { by: "ann" }).then((g) => g.id);',
   'const view = new ChatView({ root: document.body, suggestions: ["hi"], onOpenSettings: () => view.setError(null, false, "notice", { settings: true }) });',
   'await view.setAgent(agent);',
   'const cards = new ApprovalCards({ onDecide: (id, d) => agent.submitDecisions({ [id]: d }) });',
@@ -150,6 +151,8 @@ if (!assets.some((a) => /^gatehouse_bg-.*\.wasm$/.test(a))) throw new Error("vit
 // The remote store's build is emitted too (the app may open a remote thread), as a chunk of
 // its own: the page below, whose threads are in IndexedDB, must not fetch it.
 if (!assets.some((a) => /^gatehouse_remote_bg-.*\.wasm$/.test(a))) throw new Error("vite did not emit the remote store's wasm: " + assets);
+// And the grants' module (loaded at the app's first grant, or when a store holds one).
+if (!assets.some((a) => /^grants_bg-.*\.wasm$/.test(a))) throw new Error("vite did not emit the grants' wasm: " + assets);
 // The app imports gatehouse-agent/ui and uses none of its elements: no stylesheet comes along.
 if (assets.some((a) => a.endsWith(".css"))) throw new Error("importing gatehouse-agent/ui put a stylesheet in the build: " + assets);
 sh(path.join(root, "node_modules/.bin/vite"), ["build", "--logLevel", "warn", viteReact], viteReact);
