@@ -199,3 +199,36 @@ test('a database of the previous release (version 2) is upgraded in place: its t
   assert.equal(r.after.version, 3);
   assert.deepEqual(r.after.stores.grants.rows.map((x) => x.id), [r.g.id]);
 });
+
+test('the grants\' module cannot be fetched: grant() is a retryable network error and stores nothing; a stored grant approves nothing, the call asks', T, async (t) => {
+  if (h.engine !== 'chromium') return t.skip('aborts the module\'s requests with Playwright\'s page.route: Chromium only');
+  const db = uid('db');
+  const tools = ['delete_file', { requireApproval: true }];
+  // A tab that has the module makes a grant.
+  const { page: online, context } = await h.open(t);
+  const g = await run(online, async ({ db, tools }) => {
+    const { gh } = window;
+    const agent = await gh.Agent.open({ threadId: 'one', storage: { database: db }, tools: [gh.tool(...tools)] });
+    return agent.grant({ tool: 'delete_file', scope: 'user' });
+  }, { db, tools });
+  // Another tab of the same profile, where every file of the module fails to load (offline,
+  // not cached).
+  const { page } = await h.open(t, { context });
+  await page.route('**/grants/**', (route) => route.abort('internetdisconnected'));
+  const sc = await h.scenario([{ toolCalls: [{ id: 'c1', name: 'delete_file', arguments: { path: '/tmp/a' } }] }]);
+  const r = await run(page, async ({ db, tools, model }) => {
+    const { gh } = window;
+    const agent = await gh.Agent.open({ threadId: 'two', model, storage: { database: db }, tools: [gh.tool(...tools)] });
+    const refused = await gh.error(() => agent.grant({ tool: 'delete_file', scope: 'app' }));
+    const listed = await gh.error(() => agent.grants());
+    const chat = await agent.chat('clean');
+    return { refused, listed, status: chat.status, pending: agent.pendingTools().map((e) => e.callId),
+      ran: gh.calls.length, rows: (await gh.dumpDb(db)).stores.grants.rows.length };
+  }, { db, tools, model: sc.openai() });
+  assert.deepEqual([r.refused.name, r.refused.code, r.refused.retryable], ['GatehouseError', 'network', true], JSON.stringify(r));
+  assert.equal(r.listed.code, 'network', 'the store holds a grant it cannot read');
+  assert.equal(r.status, 'awaiting_approval', 'fail closed: the grant it cannot read approves nothing');
+  assert.deepEqual(r.pending, ['c1']);
+  assert.equal(r.ran, 0);
+  assert.equal(r.rows, 1, `only ${g.id}: nothing more was stored`);
+});
