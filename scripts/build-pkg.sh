@@ -147,7 +147,8 @@ cat pkg/mcp/*.js > "$js"
 size "MCP JS" "$js"
 size "MCP client_bg.wasm" pkg/mcp/client_bg.wasm
 echo "remembered grants (loaded only when a grant is made, listed or held by the store):"
-size "grants JS" pkg/grants/index.js
+cat pkg/grants/*.js > "$js"
+size "grants JS" "$js"
 size "grants_bg.wasm" pkg/grants/grants_bg.wasm
 echo "gatehouse-agent/local (loaded only for provider \"local\"):"
 cat pkg/local/*.js pkg/local/wllama/index.js > "$js"

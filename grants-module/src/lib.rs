@@ -4,7 +4,7 @@
 //! when the thread's store holds one as calls are gated (docs/design.md, "The grants'
 //! module"). JSON text in and out; times are milliseconds since the epoch.
 
-use gatehouse_agent::engine::{GrantBook, GrantRequest, Grants, in_force};
+use gatehouse_agent::engine::{GrantBook, Grants, in_force, in_force_json, make_json};
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 
@@ -20,18 +20,14 @@ pub fn make(
     by: Option<String>,
 ) -> Result<String, String> {
     let value: Value = serde_json::from_str(request).map_err(|e| format!("invalid grant: {e}"))?;
-    let grant = GrantRequest::parse_in(&value, thread)?.into_grant(id.to_owned(), now as u64, by);
-    serde_json::to_string(&grant).map_err(|e| e.to_string())
+    make_json(&value, thread, id, now as u64, by)
 }
 
 /// The grants among `texts` in force for `thread` at `now` (unreadable, expired and other
 /// threads' left out), as JSON, in their order.
 #[wasm_bindgen(js_name = inForce)]
 pub fn in_force_of(texts: Vec<String>, thread: &str, now: f64) -> Vec<String> {
-    in_force(texts.iter().map(String::as_str), thread, now as u64)
-        .iter()
-        .filter_map(|g| serde_json::to_string(g).ok())
-        .collect()
+    in_force_json(texts.iter().map(String::as_str), thread, now as u64)
 }
 
 fn book(texts: &[String], thread: &str) -> Grants {

@@ -141,7 +141,7 @@ pub fn pending_granted(s: &Shared) -> bool {
 #[cfg(feature = "grants")]
 mod kit {
     use super::{AgentError, GrantError};
-    use crate::engine::{GrantBook, GrantRequest, Grants, in_force as read};
+    use crate::engine::{GrantBook, Grants, in_force as read, in_force_json, make_json};
     use serde_json::Value;
 
     pub fn make(
@@ -151,18 +151,12 @@ mod kit {
         at: f64,
         by: Option<String>,
     ) -> Result<String, AgentError> {
-        let invalid = |m: String| AgentError::Grant(GrantError::Invalid, m);
-        let grant = GrantRequest::parse_in(request, thread)
-            .map_err(invalid)?
-            .into_grant(id.to_owned(), at as u64, by);
-        serde_json::to_string(&grant).map_err(|e| invalid(e.to_string()))
+        make_json(request, thread, id, at as u64, by)
+            .map_err(|m| AgentError::Grant(GrantError::Invalid, m))
     }
 
     pub fn in_force(texts: Vec<String>, thread: &str, at: f64) -> Vec<String> {
-        read(texts.iter().map(String::as_str), thread, at as u64)
-            .iter()
-            .filter_map(|g| serde_json::to_string(g).ok())
-            .collect()
+        in_force_json(texts.iter().map(String::as_str), thread, at as u64)
     }
 
     pub async fn book(texts: Vec<String>, thread: &str) -> Option<Box<dyn GrantBook>> {

@@ -277,6 +277,31 @@ pub fn in_force<'a>(
         .collect()
 }
 
+/// The grant an agent's `request` makes for its thread `thread`, with `id`, at `now_ms`, by
+/// `by`, as the JSON the stores keep; the error is the `invalid_grant` message.
+pub fn make_json(
+    request: &Value,
+    thread: &str,
+    id: &str,
+    now_ms: u64,
+    by: Option<String>,
+) -> Result<String, String> {
+    let grant = GrantRequest::parse_in(request, thread)?.into_grant(id.to_owned(), now_ms, by);
+    serde_json::to_string(&grant).map_err(|e| e.to_string())
+}
+
+/// [`in_force`], as the JSON of each grant.
+pub fn in_force_json<'a>(
+    texts: impl IntoIterator<Item = &'a str>,
+    thread: &str,
+    now_ms: u64,
+) -> Vec<String> {
+    in_force(texts, thread, now_ms)
+        .iter()
+        .filter_map(|g| serde_json::to_string(g).ok())
+        .collect()
+}
+
 /// One argument pattern: a string is a glob for a string input (`*` is any run of characters
 /// but `/`, `**` any run at all; nothing else is special), any other JSON value must be equal.
 /// A value with a `..` path segment never matches a pattern with a wildcard: "under `/tmp/`"

@@ -17,7 +17,10 @@ mod tools;
 pub use audit::{AuditDecision, AuditOutcome, AuditRecord, OpenAudit};
 pub use decisions::{AllowedDecisions, Decision, DecisionKind};
 pub use error::EngineError;
-pub use grants::{Grant, GrantBook, GrantRequest, GrantScope, Grants, NoGrants, in_force};
+pub use grants::{
+    Grant, GrantBook, GrantRequest, GrantScope, Grants, NoGrants, in_force, in_force_json,
+    make_json,
+};
 pub use inputs::{Decisions, ToolResults};
 pub use machine::{Engine, EngineConfig, Outcome, PolicyQuery, Step, ToolInvocation};
 pub use model::{ModelOutput, ModelToolCall};
