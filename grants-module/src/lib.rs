@@ -30,44 +30,40 @@ pub fn in_force_of(texts: Vec<String>, thread: &str, now: f64) -> Vec<String> {
     in_force_json(texts.iter().map(String::as_str), thread, now as u64)
 }
 
-fn book(texts: &[String], thread: &str) -> Grants {
-    Grants {
-        thread: thread.to_owned(),
-        list: in_force(texts.iter().map(String::as_str), thread, 0),
+/// What the engine asks of a thread's grants, read once from their stored JSON (the main
+/// wasm's driver calls it for each gated call and each step of a run with a granted call).
+#[wasm_bindgen]
+pub struct Book(Grants);
+
+#[wasm_bindgen]
+impl Book {
+    /// The grants among `texts` that may apply to `thread` (liveness is judged at each call).
+    #[wasm_bindgen(constructor)]
+    pub fn new(texts: Vec<String>, thread: &str) -> Book {
+        Book(Grants {
+            thread: thread.to_owned(),
+            list: in_force(texts.iter().map(String::as_str), thread, 0),
+        })
+    }
+
+    /// The grant that approves a call of `tool` with `inputs` (JSON) at `now`: `[id, maker]`
+    /// (the maker may be undefined), or undefined.
+    pub fn approving(&self, tool: &str, inputs: &str, now: f64) -> Option<Vec<JsValue>> {
+        let (id, by) = self.0.approving(tool, &inputs_of(inputs), now as u64)?;
+        Some(vec![
+            id.into(),
+            by.map_or(JsValue::UNDEFINED, JsValue::from),
+        ])
+    }
+
+    /// Whether the grant `id` still approves a call of `tool` with `inputs` at `now`.
+    #[wasm_bindgen(js_name = stillApproves)]
+    pub fn still_approves(&self, id: &str, tool: &str, inputs: &str, now: f64) -> bool {
+        self.0
+            .still_approves(id, tool, &inputs_of(inputs), now as u64)
     }
 }
 
 fn inputs_of(inputs: &str) -> Map<String, Value> {
     serde_json::from_str(inputs).unwrap_or_default()
-}
-
-/// The grant among `texts` that approves a call of `tool` with `inputs` (JSON) in `thread`
-/// at `now`: `[id, maker]` (the maker may be undefined), or undefined.
-#[wasm_bindgen]
-pub fn approving(
-    texts: Vec<String>,
-    thread: &str,
-    tool: &str,
-    inputs: &str,
-    now: f64,
-) -> Option<Vec<JsValue>> {
-    let (id, by) = book(&texts, thread).approving(tool, &inputs_of(inputs), now as u64)?;
-    Some(vec![
-        id.into(),
-        by.map_or(JsValue::UNDEFINED, JsValue::from),
-    ])
-}
-
-/// Whether the grant `id` among `texts` still approves a call of `tool` with `inputs` in
-/// `thread` at `now`.
-#[wasm_bindgen(js_name = stillApproves)]
-pub fn still_approves(
-    texts: Vec<String>,
-    thread: &str,
-    id: &str,
-    tool: &str,
-    inputs: &str,
-    now: f64,
-) -> bool {
-    book(&texts, thread).still_approves(id, tool, &inputs_of(inputs), now as u64)
 }

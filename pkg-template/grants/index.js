@@ -5,7 +5,7 @@
 // grants-module/ in the repository (the crate's engine grants). gatehouse.js makes and lists
 // grants with `make` and `inForce`, and registers `book` with each main wasm: the driver
 // (src/driver/grants.rs) asks it before calls are gated.
-import init, { approving, inForce as inForceOf, make as makeOf, stillApproves } from "./grants.js";
+import init, { Book, inForce as inForceOf, make as makeOf } from "./grants.js";
 import { loadOnce } from "../load-wasm.js";
 
 /** Loads the module once; a failed load is not kept, so the next use tries again. */
@@ -28,13 +28,9 @@ export async function inForce(/** @type {string[]} */ texts, /** @type {string} 
   return inForceOf(texts, thread, now);
 }
 
-/** What the engine asks of `thread`'s grants among `texts`, answered synchronously. */
+/** What the engine asks of `thread`'s grants among `texts`: a `Book`, which reads them once
+ *  and answers `approving` and `stillApproves` synchronously. */
 export async function book(/** @type {string[]} */ texts, /** @type {string} */ thread) {
   await load();
-  return {
-    approving: (/** @type {string} */ tool, /** @type {string} */ inputs, /** @type {number} */ now) =>
-      approving(texts, thread, tool, inputs, now) ?? null,
-    stillApproves: (/** @type {string} */ id, /** @type {string} */ tool, /** @type {string} */ inputs, /** @type {number} */ now) =>
-      stillApproves(texts, thread, id, tool, inputs, now),
-  };
+  return new Book(texts, thread);
 }
