@@ -232,3 +232,31 @@ test('the grants\' module cannot be fetched: grant() is a retryable network erro
   assert.equal(r.ran, 0);
   assert.equal(r.rows, 1, `only ${g.id}: nothing more was stored`);
 });
+
+test('deleting a thread deletes its thread grants, in IndexedDB and in memory: a new thread of that id is not covered by them', T, async (t) => {
+  const { page } = await h.open(t);
+  const r = await run(page, async ({ db }) => {
+    const { gh } = window;
+    const tools = [gh.tool('delete_file', { requireApproval: true }), gh.tool('send', { requireApproval: true })];
+    const out = {};
+    for (const storage of [{ database: db }, { kind: 'memory', database: db }]) {
+      const a = await gh.Agent.open({ threadId: 't', storage, tools });
+      const own = await a.grant({ tool: 'delete_file', scope: 'thread' });
+      const user = await a.grant({ tool: 'send', scope: 'user' });
+      const other = await gh.Agent.open({ threadId: 'u', storage, tools });
+      const kept = await other.grant({ tool: 'delete_file', scope: 'thread' });
+      await a.dispose();
+      await gh.Agent.deleteThread('t', storage);
+      const again = await gh.Agent.open({ threadId: 't', storage, tools });
+      out[storage.kind ?? 'indexeddb'] = { own: own.id, user: user.id, kept: kept.id,
+        listed: (await again.grants()).map((g) => g.id), otherListed: (await other.grants()).map((g) => g.id),
+        rows: storage.kind ? null : (await gh.dumpDb(db)).stores.grants.rows.map((x) => x.id).sort() };
+    }
+    return out;
+  }, { db: uid('db') });
+  for (const [kind, x] of Object.entries(r)) {
+    assert.deepEqual(x.listed, [x.user], `${kind}: the new thread sees only the user grant`);
+    assert.deepEqual(x.otherListed.sort(), [x.user, x.kept].sort(), `${kind}: another thread's grant stays`);
+  }
+  assert.deepEqual(r.indexeddb.rows, [r.indexeddb.user, r.indexeddb.kept].sort(), 'the row is gone');
+});

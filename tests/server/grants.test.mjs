@@ -229,3 +229,17 @@ test("grant routes from an origin the handler does not list are refused before a
     await listed.close();
   }
 });
+
+test("a keyed replay is authorized again: once its maker may no longer use the thread, it is refused and learns nothing", async () => {
+  const thread = "carol:g-shared";
+  s.grants.set(thread, ["bob"]);
+  const keyed = () => client(s, "bob").call("POST", "/grants", { tool: "delete_file", scope: "thread", threadId: thread },
+    { "idempotency-key": "k-shared" });
+  const first = await keyed();
+  assert.equal(first.status, 200, first.text);
+  const before = (await rowsOf()).length;
+  s.grants.set(thread, []);
+  const replay = await keyed();
+  assert.deepEqual([replay.status, replay.body?.grant], [403, undefined], replay.text);
+  assert.equal((await rowsOf()).length, before);
+});
